@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
@@ -107,7 +108,7 @@ var (
 )
 
 // fourEyes is a table (embedded store) under docs/policies/four-eyes.cedar.
-func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.Fake) {
+func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clocktest.Fake) {
 	tb.Helper()
 	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
 	if err != nil {
@@ -117,7 +118,7 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 }
 
 // onPolicy is [fourEyes] with the policy text.
-func onPolicy(tb testing.TB, name string, text []byte) (*counting, *approval.Service, *audit.Log, *clock.Fake) {
+func onPolicy(tb testing.TB, name string, text []byte) (*counting, *approval.Service, *audit.Log, *clocktest.Fake) {
 	tb.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "t.db"))
 	if err != nil {
@@ -125,7 +126,7 @@ func onPolicy(tb testing.TB, name string, text []byte) (*counting, *approval.Ser
 	}
 	tb.Cleanup(func() { _ = s.Close() })
 	c := &counting{s: s}
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), name, text)
 	if err != nil {
 		tb.Fatal(err)

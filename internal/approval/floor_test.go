@@ -14,20 +14,21 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
 // bare is a table without a policy, counted.
-func bare(t *testing.T) (*counting, *audit.Log, *clock.Fake) {
+func bare(t *testing.T) (*counting, *audit.Log, *clocktest.Fake) {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	c := &counting{s: s}
 	return c, audit.NewLog(c, clk, "test"), clk
 }
@@ -120,7 +121,7 @@ func TestAHeldOverrideRefusesTheForceWithoutARead(t *testing.T) {
 
 // overridden forces n dependencies open as bob on c's table, uncounted,
 // and returns the table's overrides service.
-func overridden(t *testing.T, c *counting, clk *clock.Fake, log *audit.Log, n int) *breaker.Overrides {
+func overridden(t *testing.T, c *counting, clk *clocktest.Fake, log *audit.Log, n int) *breaker.Overrides {
 	t.Helper()
 	deps := make([]string, n)
 	for i := range deps {

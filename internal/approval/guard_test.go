@@ -10,7 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
@@ -91,7 +91,7 @@ func TestABreakGlassWithoutAPolicyIsAUsageError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	levers := leversOn(s, clk, breaker.DurationPolicy{}).WithLog(audit.NewLog(s, clk, "test"))
 	g := approval.NewService(s, clk, levers, "test").Guard(levers, func(context.Context) (audit.Identity, error) { return operator, nil }, "")
 	force := breaker.ForceOpen("drill", breaker.ForceParams{For: time.Hour}, "openai")
@@ -119,7 +119,7 @@ func TestAnUnguardedActionNeverWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ctx, log := context.Background(), audit.NewLog(s, clk, "test")
 	levers := lever.NewService(s, clk, lever.NewRegistry(levertest.Flags{}.Entry())).WithLog(log)
 	sch := approval.PolicySchema([]lever.Spec{levertest.FlagSpec})

@@ -9,14 +9,14 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // asked is alice's pending request, a second after the last.
-func asked(t *testing.T, svc *approval.Service, log audit.Appender, clk *clock.Fake) approval.Request {
+func asked(t *testing.T, svc *approval.Service, log audit.Appender, clk *clocktest.Fake) approval.Request {
 	t.Helper()
 	clk.Advance(time.Second)
 	r, _, err := svc.Submit(context.Background(), log, approval.Submission{Change: forceChange(), Requester: alice,

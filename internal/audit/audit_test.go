@@ -9,21 +9,21 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
 var t0 = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 
-func openLog(t *testing.T) (*audit.Log, *clock.Fake, store.Store) {
+func openLog(t *testing.T) (*audit.Log, *clocktest.Fake, store.Store) {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	return audit.NewLog(s, clk, "ctx"), clk, s
 }
 
@@ -103,7 +103,7 @@ func TestRecordsCarryTTLAndAreNeverOverwritten(t *testing.T) {
 // commands can say "changed, but not audited".
 func TestAppendFailureIsErrAuditWrite(t *testing.T) {
 	t.Parallel()
-	log := audit.NewLog(failing{}, clock.NewFake(t0), "ctx")
+	log := audit.NewLog(failing{}, clocktest.NewFake(t0), "ctx")
 	_, err := log.Append(context.Background(), audit.Entry{Actor: "a", Action: "x", Subject: "y"})
 	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, audit.ErrAuditUnknown) || !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("err = %v, want an unwritten record whose outcome is unknown", err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
@@ -29,7 +29,7 @@ func TestARecordNeverOverwritesAnItem(t *testing.T) {
 
 func testRecordCollision(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	log := audit.NewLog(s, clock.NewFake(t0), "ctx")
+	log := audit.NewLog(s, clocktest.NewFake(t0), "ctx")
 	token, _ := store.NewWriteID()
 	rec, op, err := log.Stage(ctx, audit.Entry{Actor: "alice", Action: "breaker.clear", Subject: "breaker#openai", Reason: "mine"}, token, 0)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestAppendWhoseAnswerIsLostIsConfirmedByARead(t *testing.T) {
 	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 	ctx := context.Background()
-	log := audit.NewLog(s, clock.NewFake(t0), "ctx")
+	log := audit.NewLog(s, clocktest.NewFake(t0), "ctx")
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
 	rec, err := log.Append(ctx, audit.Entry{Actor: "alice", Action: "chaos.sign", Subject: "chaos#j1", Reason: "lost",
 		Before: map[string]any{"state": "forced_open"}})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
@@ -37,7 +37,7 @@ func backends(t *testing.T) map[string]store.Store {
 // subjects and two actors, and returns the log at t0.
 func history(t *testing.T, s store.Store, n int) *audit.Log {
 	t.Helper()
-	clk := clock.NewFake(t0.Add(-time.Duration(n-1) * time.Hour))
+	clk := clocktest.NewFake(t0.Add(-time.Duration(n-1) * time.Hour))
 	for i := range n {
 		log := audit.NewLog(s, clk, "ctx")
 		_, err := log.Append(t.Context(), audit.Entry{Actor: fmt.Sprintf("actor-%d", i%2), Action: "breaker.force-open",
@@ -186,7 +186,7 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 					t.Fatalf("store migrate: %v", err)
 				}
 			}
-			log := audit.NewLog(s, clock.NewFake(t0), "ctx")
+			log := audit.NewLog(s, clocktest.NewFake(t0), "ctx")
 			byIndex := func() string {
 				var stats store.ReadStats
 				listing, err := log.List(t.Context(), audit.Query{Subject: "rl#c", Stats: &stats})
@@ -250,11 +250,11 @@ func TestListShowsRecordsFromAClockAhead(t *testing.T) {
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-			ahead := audit.NewLog(s, clock.NewFake(midnight.Add(30*time.Second)), "ctx")
+			ahead := audit.NewLog(s, clocktest.NewFake(midnight.Add(30*time.Second)), "ctx")
 			if _, err := ahead.Append(t.Context(), audit.Entry{Actor: "b", Action: "breaker.clear", Subject: "breaker#x", Reason: "ahead"}); err != nil {
 				t.Fatal(err)
 			}
-			listing, err := audit.NewLog(s, clock.NewFake(midnight.Add(-30*time.Second)), "ctx").List(t.Context(), audit.Query{Since: midnight.Add(-time.Hour)})
+			listing, err := audit.NewLog(s, clocktest.NewFake(midnight.Add(-30*time.Second)), "ctx").List(t.Context(), audit.Query{Since: midnight.Add(-time.Hour)})
 			recs := listing.Records
 			if err != nil || reasons(recs) != "ahead" {
 				t.Errorf("List = %q, %v; want the record stamped a minute ahead", reasons(recs), err)
@@ -269,7 +269,7 @@ func TestListShowsRecordsFromAClockAhead(t *testing.T) {
 func TestListKeepsOneRunsRecordsOnASubject(t *testing.T) {
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			log := audit.NewLog(s, clk, "ctx")
 			for i, run := range []string{"aaaaaaaaaaaa", "", "bbbbbbbbbbbb", "aaaaaaaaaaaa", ""} {
 				if _, err := audit.WithRunID(log, run).Append(t.Context(), audit.Entry{Actor: "ci", Action: "breaker.force-open",
@@ -355,7 +355,7 @@ func TestPlantedClaimIsNoRecord(t *testing.T) {
 // third is about request#r1 (asked, then decided, then asked...).
 func mixedLog(t *testing.T, s store.Store, n int) *audit.Log {
 	t.Helper()
-	clk := clock.NewFake(t0.Add(-time.Duration(n) * time.Second))
+	clk := clocktest.NewFake(t0.Add(-time.Duration(n) * time.Second))
 	for i := range n {
 		log := audit.NewLog(s, clk, "ctx")
 		subject := fmt.Sprintf("breaker#dep-%d", i)

@@ -1,6 +1,7 @@
 package awsconf
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,14 +95,8 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	if err := opts.validate(); err != nil {
 		return aws.Config{}, err
 	}
-	timeout := opts.HTTPTimeout
-	if timeout == 0 {
-		timeout = DefaultHTTPTimeout
-	}
-	attempts := opts.MaxAttempts
-	if attempts == 0 {
-		attempts = DefaultMaxAttempts
-	}
+	timeout := cmp.Or(opts.HTTPTimeout, DefaultHTTPTimeout)
+	attempts := cmp.Or(opts.MaxAttempts, DefaultMaxAttempts)
 	httpClient := awshttp.NewBuildableClient().
 		WithTimeout(timeout).
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = min(dialTimeout, timeout) })
@@ -135,17 +130,15 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	}
 
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
-	if err == nil {
-		if se := newServiceEndpoints(opts.Endpoints); len(se) > 0 {
-			cfg.ConfigSources = append([]any{se}, cfg.ConfigSources...)
-		}
-	}
 	if err != nil {
 		var notExist config.SharedConfigProfileNotExistError
 		if errors.As(err, &notExist) {
 			return aws.Config{}, &CredentialsError{Profile: notExist.Profile, IMDS: opts.IMDS, ProfileMissing: true, Err: err}
 		}
 		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	if se := newServiceEndpoints(opts.Endpoints); len(se) > 0 {
+		cfg.ConfigSources = append([]any{se}, cfg.ConfigSources...)
 	}
 	if cfg.Region == "" {
 		return aws.Config{}, errors.New("load aws config: no region: set region in the context, or AWS_REGION")
@@ -222,10 +215,7 @@ func IsAWSEndpoint(endpoint string) bool {
 // profileName is the profile the SDK resolves: the context's, else
 // AWS_PROFILE, else "" (the default profile).
 func profileName(o Options) string {
-	if o.Profile != "" {
-		return o.Profile
-	}
-	return os.Getenv("AWS_PROFILE")
+	return cmp.Or(o.Profile, os.Getenv("AWS_PROFILE"))
 }
 
 // hintingProvider wraps the credential chain so a retrieval failure, at Load

@@ -22,9 +22,6 @@ var Services = map[string]string{
 	"sns":            "SNS",
 }
 
-// ServiceNames returns the keys of [Services], sorted.
-func ServiceNames() []string { return slices.Sorted(maps.Keys(Services)) }
-
 // serviceEndpoints is a configuration source the SDK's clients consult for
 // their endpoint (it implements the SDK's ServiceBaseEndpointProvider): the
 // context's per-service endpoints, keyed by SDK service ID. [Load] puts it
@@ -75,7 +72,7 @@ func validateEndpoint(what, endpoint string) error {
 func validateEndpoints(byName map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if _, ok := Services[name]; !ok {
-			return fmt.Errorf("load aws config: unknown service %q in endpoints: use one of %s", name, strings.Join(ServiceNames(), ", "))
+			return fmt.Errorf("load aws config: unknown service %q in endpoints: use one of %s", name, strings.Join(slices.Sorted(maps.Keys(Services)), ", "))
 		}
 		if byName[name] == "" {
 			continue

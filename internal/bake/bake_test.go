@@ -13,7 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/bake"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -61,7 +61,7 @@ func (a cwAlarms) Describe(ctx context.Context, _ string, q metrics.AlarmQuery) 
 
 type rig struct {
 	g     *gauges
-	clk   *clock.Fake
+	clk   *clocktest.Fake
 	watch *bake.Watch
 }
 
@@ -70,7 +70,7 @@ func newRig(t *testing.T, values ...int) *rig {
 	g := &gauges{values: values}
 	ts := httptest.NewServer(g)
 	t.Cleanup(ts.Close)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	src, err := metrics.NewPrometheus([]string{ts.URL + "/metrics"}, metrics.PrometheusOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

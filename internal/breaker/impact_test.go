@@ -10,7 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
@@ -22,7 +22,7 @@ import (
 func TestAForceAndItsClearCarryTheirImpact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l := newLevers(sqlitetest.NewStore(t), clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)))
+	l := newLevers(sqlitetest.NewStore(t), clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)))
 	svc := l.svc().WithImpact(&impact.Assessor{})
 	rep, err := svc.Change(ctx, forceReq{Dependency: impact.ScreeningSim, Reason: "screenings slow", Actor: "al", For: 30 * time.Minute}.change())
 	if err != nil {
@@ -72,7 +72,7 @@ func (b blockingAssessor) Assess(context.Context, lever.Forces) lever.Impact {
 // would be blocked and synctest would fail the test.
 func TestARefusedChangeDoesNotWaitForItsImpact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLevers(sqlitetest.NewStore(t), clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)))
+		l := newLevers(sqlitetest.NewStore(t), clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)))
 		a := blockingAssessor{release: make(chan struct{})}
 		defer close(a.release)
 		_, err := l.svc().WithImpact(a).Change(context.Background(), lever.Change{Action: breaker.ActionClear, Targets: []string{"nope"}, Reason: "r",

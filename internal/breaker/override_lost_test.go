@@ -11,7 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
@@ -48,7 +48,7 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 			t.Parallel()
 			p := faultproxy.Start(t, moto.Start(t))
 			s := dynamotest.NewStore(t, p.URL()) // one attempt per request
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			lose := func() context.Context {
@@ -97,7 +97,7 @@ func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 	t.Parallel()
 	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Stall)
@@ -122,7 +122,7 @@ func TestAnUnreachableStoreIsAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
 	p.LoseNext("GetItem", 1, faultproxy.Reset)
@@ -143,7 +143,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 	t.Parallel()
 	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "race")
 			landed := 0
@@ -210,7 +210,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 func TestAPlantedClaimHidesNoClear(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	res, _, err := ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
@@ -242,7 +242,7 @@ func TestAPlantedClaimHidesNoClear(t *testing.T) {
 func TestARaceOnOneDependencyChangesNone(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	rep, err := lever.Do(t.Context(), ov.WithLog(log).svc(), forceAll("alice", "a", "b", "c"), func(*lever.Planned) error {
@@ -280,7 +280,7 @@ func TestHostileItemsAreClearedWithTheirRecords(t *testing.T) {
 	t.Parallel()
 	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			base := func(dep string) store.Item {

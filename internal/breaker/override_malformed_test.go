@@ -16,7 +16,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
@@ -127,7 +127,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 		dep := fmt.Sprintf("openai-%02d", i+1)
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(t0.Add(time.Minute))
+			clk := clocktest.NewFake(t0.Add(time.Minute))
 			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			attrs := wellFormed(tc)
@@ -278,7 +278,7 @@ func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
 
 func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, rawWriter)) {
 	s, write := open(t)
-	clk := clock.NewFake(t0.Add(time.Minute))
+	clk := clocktest.NewFake(t0.Add(time.Minute))
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	attrs := wellFormed(malformedCase{})
@@ -377,7 +377,7 @@ func sameDoc(a, b any) bool {
 func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	clk := clock.NewFake(t0.Add(time.Minute))
+	clk := clocktest.NewFake(t0.Add(time.Minute))
 	var logged strings.Builder
 	logger := slog.New(slog.NewJSONHandler(&logged, nil))
 	b, err := circuit.New(circuit.Settings{Name: "openai", Clock: clk, Logger: logger})

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
@@ -46,7 +46,7 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 	t.Parallel()
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			ov := newLevers(base, clk)
 			log := audit.NewLog(base, clk, "ctx")
 			if _, err := ov.Force(t.Context(), forceReq{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
@@ -72,7 +72,7 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 	t.Parallel()
 	base := &batchSignal{counted: counted{Store: dynamotest.NewStore(t, endpoint)}, started: make(chan struct{})}
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -113,7 +113,7 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 func TestForceAllWithoutItsRecordWritesNothing(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	rep, err := ov.WithLog(failingAudit{}).Change(t.Context(), forceAll("al", "a1", "a2"))
 	if !errors.Is(err, lever.ErrNotWritten) || errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("ForceAll with a failing audit: %v; want not written (never an audit failure of a change made)", err)
@@ -131,7 +131,7 @@ func TestForceAllWithoutItsRecordWritesNothing(t *testing.T) {
 func TestForceSeenVersion(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	first, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestForceSeenVersion(t *testing.T) {
 func TestClearAll(t *testing.T) {
 	t.Parallel()
 	s := &counted{Store: dynamotest.NewStore(t, endpoint)}
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "ctx")
 	if _, err := ov.WithLog(log).Change(t.Context(), forceAll("al", "a1", "a3")); err != nil {
@@ -186,7 +186,7 @@ func TestClearAll(t *testing.T) {
 func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	t.Parallel()
 	base := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
 	if _, err := ov.WithLog(log).Change(t.Context(), forceAll("al", "openai", "legacy-svc")); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 )
 
@@ -29,7 +29,7 @@ func TestForceAllChecksNamesBeforeReading(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &counted{Store: openStore(t)}
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			c := forceAll("al", tc.deps...)
 			c.Known = tc.known
 			_, err := newLevers(s, clk).Change(t.Context(), c)
@@ -57,7 +57,7 @@ func TestForceAllChecksNamesBeforeReading(t *testing.T) {
 // lapsed meanwhile reads as a plain force.
 func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 	st := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(st, clk)
 	log := audit.NewLog(st, clk, "ctx")
 	if _, err := ov.Force(t.Context(), forceReq{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Minute}); err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -90,7 +90,7 @@ func TestListForReadsByKey(t *testing.T) {
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			s := &counted{Store: base}
-			ov := newLevers(s, clock.NewFake(t0))
+			ov := newLevers(s, clocktest.NewFake(t0))
 			// A table mostly of buckets, with overrides of a known and an
 			// unknown dependency.
 			for i := range 300 {
@@ -165,7 +165,7 @@ func (s *stale) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 	t.Parallel()
 	base := &counted{Store: dynamotest.NewStore(t, endpoint)}
-	ov := newLevers(base, clock.NewFake(t0))
+	ov := newLevers(base, clocktest.NewFake(t0))
 	for _, dep := range []string{"a-unknown", "openai", "zz-unknown"} {
 		if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "first", Actor: "a", For: time.Hour}); err != nil {
 			t.Fatal(err)
@@ -187,7 +187,7 @@ func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 		"created_at": t0.UnixMilli(), "version": int64(1)}, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	list, _, err := newLevers(&stale{counted: base, was: was}, clock.NewFake(t0)).ListForWith(t.Context(), []string{"openai", "core-api"}, nil)
+	list, _, err := newLevers(&stale{counted: base, was: was}, clocktest.NewFake(t0)).ListForWith(t.Context(), []string{"openai", "core-api"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestListForOnTheEmbeddedStoreReadsEachOverrideOnce(t *testing.T) {
 		}
 	}
 	s := &counted{Store: base}
-	list, _, err := newLevers(s, clock.NewFake(t0)).ListForWith(t.Context(), known, nil)
+	list, _, err := newLevers(s, clocktest.NewFake(t0)).ListForWith(t.Context(), known, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 	t.Parallel()
 	base := dynamotest.NewLegacyStore(t, endpoint)
 	s := &counted{Store: base}
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
 	if _, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
@@ -254,7 +254,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 func TestListForReadsTheOverridesIndexUntilTheListsIndex(t *testing.T) {
 	t.Parallel()
 	s := &counted{Store: dynamotest.NewStoreWithIndexes(t, endpoint, len(store.Indexes)-1)}
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
 	for _, dep := range []string{"openai", "other"} {
@@ -292,7 +292,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if err := s.Put(t.Context(), long, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	// An override a koshactl before the lists index wrote: in the
 	// overrides index only.
 	before := old.Clone()
@@ -344,7 +344,7 @@ func BenchmarkListForOnTheEmbeddedStore(b *testing.B) {
 		}
 	}
 	s := &counted{Store: base}
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	known := []string{"dep-00000", "dep-12345", "dep-33333", "dep-49999"}
 	var listed int
 	s.reset()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
@@ -75,7 +75,7 @@ func TestOverrideItemRoundTripFollowsContract(t *testing.T) {
 func TestForcedOpenReadsTheRule(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(s, clk)
 	ctx := context.Background()
 	if f, err := ov.ForcedOpen(ctx, "openai"); f.Active || err != nil {
@@ -98,7 +98,7 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 func TestConcurrentForceExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -135,7 +135,7 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "v1", Actor: "a", ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}}
-	_, err := newLevers(racy, clock.NewFake(t0)).Clear(ctx, "openai")
+	_, err := newLevers(racy, clocktest.NewFake(t0)).Clear(ctx, "openai")
 	var ce *breaker.ConflictError
 	if !errors.As(err, &ce) || !ce.Raced || ce.Current.Reason != "v2" {
 		t.Fatalf("clear racing a re-force: err = %v", err)
@@ -175,7 +175,7 @@ func TestForceOnStaleReadIsAConflict(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
-	ov := newLevers(s, clock.NewFake(t0))
+	ov := newLevers(s, clocktest.NewFake(t0))
 	c := forceReq{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}.change()
 	c.DryRun = true
 	plan, err := ov.Change(ctx, c)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestForceRequestedWordsEveryRefusalForItsFlag(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	ov := breaker.NewOverrides(nil, clock.NewFake(now)).WithDurations(breaker.DurationPolicy{Max: 2 * time.Hour})
+	ov := breaker.NewOverrides(nil, clocktest.NewFake(now)).WithDurations(breaker.DurationPolicy{Max: 2 * time.Hour})
 	ok := breaker.ForceRequest{Reason: "incident", Dependencies: []string{"openai"}, For: time.Hour, Known: []string{"openai"}}
 	for _, tc := range []struct {
 		name string
@@ -56,7 +56,7 @@ func TestForceRequestedWordsEveryRefusalForItsFlag(t *testing.T) {
 func TestForceRequestedIsTheChange(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	ov := breaker.NewOverrides(nil, clock.NewFake(now))
+	ov := breaker.NewOverrides(nil, clocktest.NewFake(now))
 	c, err := ov.ForceRequested(breaker.ForceRequest{Reason: "incident", Dependencies: []string{"openai"}, For: 30 * time.Minute,
 		Overwrite: true, Known: []string{"openai"}})
 	p, _ := c.Params.(breaker.ForceParams)

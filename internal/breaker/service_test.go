@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -18,7 +18,7 @@ import (
 func TestTheLeverServiceEnforcesTheContextsRules(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(st, clk).WithDurations(breaker.DurationPolicy{Max: time.Hour})
 	for name, tc := range map[string]struct {
 		req  forceReq
@@ -64,7 +64,7 @@ func TestTheLeverServiceEnforcesTheContextsRules(t *testing.T) {
 func TestTheLeverServiceWithoutALogWritesNothing(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	ov := newLevers(st, clock.NewFake(t0)).WithLog(nil)
+	ov := newLevers(st, clocktest.NewFake(t0)).WithLog(nil)
 	if _, err := ov.Change(t.Context(), forceAll("al", "openai")); !errors.Is(err, lever.ErrNoAuditLog) {
 		t.Fatalf("force without a log: %v, want ErrNoAuditLog", err)
 	}
@@ -81,7 +81,7 @@ func TestTheLeverServiceWithoutALogWritesNothing(t *testing.T) {
 func TestTheLeverServiceAnnouncesWhatItWrote(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(st, clk)
 	change := func(c lever.Change) *notify.Event {
 		t.Helper()
@@ -124,7 +124,7 @@ func TestTheLeverServiceAnnouncesWhatItWrote(t *testing.T) {
 func TestAPlannedWindowIsHeldToTheRules(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	ov := newLevers(st, clk).WithDurations(breaker.DurationPolicy{Max: time.Hour})
 	window := func(reason string, end time.Time) lever.Change {
 		c := breaker.ForceOpen(reason, breaker.ForceParams{ExpiresAt: end, Planned: true}, "openai")

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 func mustMinter(t testing.TB, kr chaos.Keyring, opts chaos.MinterOptions) *chaos.Minter {
@@ -25,7 +25,7 @@ func mustMinter(t testing.TB, kr chaos.Keyring, opts chaos.MinterOptions) *chaos
 
 func TestMintDefaultsAndVerifies(t *testing.T) {
 	key := testKey(t, 1)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	m := mustMinter(t, mustKeySet(t, key), chaos.MinterOptions{Clock: clk})
 	got, err := m.Mint(context.Background(), chaos.MintRequest{Target: chaos.TargetScreeningSim, Fault: chaos.FaultError})
 	if err != nil {
@@ -56,7 +56,7 @@ func TestMintTTLCapIsHard(t *testing.T) {
 	// A fractional now: exp is whole seconds, and must never land beyond
 	// now+ttl, or a full-length header would trip the cap.
 	now := t0.Add(999 * time.Millisecond)
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	m := mustMinter(t, mustKeySet(t, key), chaos.MinterOptions{Clock: clk})
 	ctx := context.Background()
 	for _, ttl := range []time.Duration{15*time.Minute + time.Second, 16 * time.Minute, time.Hour, 500 * time.Millisecond, -time.Minute} {
@@ -81,7 +81,7 @@ func TestMintTTLCapIsHard(t *testing.T) {
 
 func TestMintRefusesBadRequestsBeforeTouchingKeys(t *testing.T) {
 	denied := errors.New("keyring must not be read")
-	m := mustMinter(t, failingKeyring{denied}, chaos.MinterOptions{Clock: clock.NewFake(t0)})
+	m := mustMinter(t, failingKeyring{denied}, chaos.MinterOptions{Clock: clocktest.NewFake(t0)})
 	cases := map[string]struct {
 		req  chaos.MintRequest
 		want string
@@ -146,7 +146,7 @@ func TestMintJTIIsRandom(t *testing.T) {
 
 func TestMintedOutputs(t *testing.T) {
 	key := testKey(t, 1)
-	m := mustMinter(t, mustKeySet(t, key), chaos.MinterOptions{Clock: clock.NewFake(t0)})
+	m := mustMinter(t, mustKeySet(t, key), chaos.MinterOptions{Clock: clocktest.NewFake(t0)})
 	got, err := m.Mint(context.Background(), chaos.MintRequest{Target: chaos.TargetPostgres, Fault: chaos.FaultLatency, Ms: 750, P: chaos.Prob(2500), TTL: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)

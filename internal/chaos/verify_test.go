@@ -11,7 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -79,7 +79,7 @@ func TestVerifyCapAndSkew(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			tc.opts.Clock = clk
 			v := mustVerifier(t, ks, tc.opts)
 			value := signAt(t, key, fieldsExp(t0.Add(tc.ahead)))
@@ -97,7 +97,7 @@ func TestVerifyCapAndSkew(t *testing.T) {
 
 func TestVerifyFollowsTheClock(t *testing.T) {
 	key := testKey(t, 1)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clk})
 	value := signAt(t, key, fieldsExp(t0.Add(5*time.Minute)))
 	if _, err := v.Verify(context.Background(), value); err != nil {
@@ -126,7 +126,7 @@ func TestVerifyRotation(t *testing.T) {
 	byRetired := signAt(t, retired, fieldsExp(t0.Add(time.Minute)))
 
 	// After rotating old -> cur, both verify: headers in flight survive.
-	v := mustVerifier(t, mustKeySet(t, cur, old), chaos.Options{Clock: clock.NewFake(t0)})
+	v := mustVerifier(t, mustKeySet(t, cur, old), chaos.Options{Clock: clocktest.NewFake(t0)})
 	for name, value := range map[string]string{"previous key": byOld, "current key": byCur} {
 		h, err := v.Verify(context.Background(), value)
 		if err != nil {
@@ -152,7 +152,7 @@ func TestVerifyTargets(t *testing.T) {
 	f := fieldsExp(t0.Add(time.Minute))
 	f.Target = "payments"
 	value := signAt(t, key, f)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 
 	def := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clk})
 	_, err := def.Verify(context.Background(), value)
@@ -211,7 +211,7 @@ func (f freezeStub) AdmitChaos(issued int64, _ time.Time) error {
 
 func TestExplainRunsEveryCheck(t *testing.T) {
 	key := testKey(t, 1)
-	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clock.NewFake(t0), Freeze: freezeStub{}})
+	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clocktest.NewFake(t0), Freeze: freezeStub{}})
 	ctx := context.Background()
 
 	t.Run("all pass", func(t *testing.T) {
@@ -365,7 +365,7 @@ func (f failingKeyring) ByKID(context.Context, string) (chaos.Key, error) { retu
 
 func TestKeyringFailureIsNotAVerdict(t *testing.T) {
 	denied := errors.New("access denied to the chaos key secret")
-	v := mustVerifier(t, failingKeyring{denied}, chaos.Options{Clock: clock.NewFake(t0)})
+	v := mustVerifier(t, failingKeyring{denied}, chaos.Options{Clock: clocktest.NewFake(t0)})
 	value := signAt(t, testKey(t, 1), fieldsExp(t0.Add(time.Minute)))
 
 	_, err := v.Verify(context.Background(), value)
@@ -390,7 +390,7 @@ func TestKeyringFailureIsNotAVerdict(t *testing.T) {
 
 func TestRejectionRecord(t *testing.T) {
 	key := testKey(t, 1)
-	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clock.NewFake(t0)})
+	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clocktest.NewFake(t0)})
 	value := signAt(t, key, fieldsExp(t0.Add(-time.Second)))
 	h, err := v.Verify(context.Background(), value)
 	rec := chaos.NewRejection(h, err)

@@ -85,8 +85,8 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 					break // the rest are a leaf command's own arguments, as cobra reads them
 				}
 				next := subcommand(cur, a)
-				if next == nil {
-					return unknownTopic(cur, a)
+				if next == nil { // `help ... a` where group cur has no command a
+					return didYouMean(cur, a, Usagef("unknown help topic %q: %q has no command %q (see %s --help)", a, cur.CommandPath(), a, cur.CommandPath()))
 				}
 				cur = next
 			}
@@ -117,17 +117,6 @@ func subcommand(c *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
-// unknownTopic is the error of `help ... name` where group c has no
-// command name.
-func unknownTopic(c *cobra.Command, name string) error {
-	err := Usagef("unknown help topic %q: %q has no command %q (see %s --help)", name, c.CommandPath(), name, c.CommandPath())
-	s := closestCommand(c, name)
-	if s == "" {
-		return err
-	}
-	return &HintError{Err: err, Hint: fmt.Sprintf("did you mean %s?", s)}
-}
-
 func guardArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		guardArgs(sub)
@@ -147,16 +136,16 @@ func guardArgs(c *cobra.Command) {
 		case err == nil:
 			return nil
 		case group && len(args) > 0:
-			return unknownCommand(c, args[0])
+			// group c given a command it does not have
+			return didYouMean(c, args[0], Usagef("unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath()))
 		}
-		return Usagef("%v; usage: %s", err, usage(c))
+		return Usagef("%v; usage: %s", err, strings.TrimSuffix(c.UseLine(), " [flags]"))
 	}
 }
 
-// unknownCommand is the error of group c given name, a command it does not
-// have.
-func unknownCommand(c *cobra.Command, name string) error {
-	err := Usagef("unknown command %q for %q (see %s --help)", name, c.CommandPath(), c.CommandPath())
+// didYouMean is err with the subcommands of c closest to name as its hint,
+// or err alone when none is near.
+func didYouMean(c *cobra.Command, name string, err error) error {
 	s := closestCommand(c, name)
 	if s == "" {
 		return err
@@ -185,9 +174,4 @@ func closestCommand(c *cobra.Command, name string) string {
 		return strings.Join(prefixed, " or ")
 	}
 	return suggest.Closest(name, names, suggestionDistance+1, strings.ToLower)
-}
-
-// usage is c's use line without cobra's trailing "[flags]".
-func usage(c *cobra.Command) string {
-	return strings.TrimSuffix(c.UseLine(), " [flags]")
 }

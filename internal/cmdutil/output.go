@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -45,11 +46,7 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
-		ok := false
-		for _, f := range formats {
-			ok = ok || *target == f
-		}
-		if !ok {
+		if !slices.Contains(formats, *target) {
 			return Usagef("unknown output format %q: use one of %s", *target, strings.Join(formats, ", "))
 		}
 		if c.Flags().Changed("jq") {

@@ -59,7 +59,8 @@ func (d *DocStream) split(doc any) (head, tail []byte, err error) {
 	}
 	b = escapeUnsafe(b)
 	if d.format == FormatJSON {
-		mark := []byte("\n  " + quoteKey(d.key) + ": []")
+		key, _ := json.Marshal(d.key) // the key as JSON writes it
+		mark := []byte("\n  " + string(key) + ": []")
 		i := bytes.Index(b, mark)
 		if i < 0 || bytes.Count(b, mark) != 1 {
 			return nil, nil, fmt.Errorf("encode output: the document has no empty list %q", d.key)
@@ -71,24 +72,14 @@ func (d *DocStream) split(doc any) (head, tail []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// A top-level key starts a line; the list's is the line `key: []`.
+	// A top-level key starts a line; the list's is the line `key: []`
+	// (found after a line break put before the document's first line).
 	mark := []byte(d.key + ": []\n")
-	i := -1
-	if bytes.HasPrefix(y, mark) {
-		i = 0
-	} else if j := bytes.Index(y, append([]byte{'\n'}, mark...)); j >= 0 {
-		i = j + 1
-	}
+	i := bytes.Index(append([]byte{'\n'}, y...), append([]byte{'\n'}, mark...))
 	if i < 0 {
 		return nil, nil, fmt.Errorf("encode output: the document has no empty list %q", d.key)
 	}
 	return y[:i], y[i+len(mark):], nil
-}
-
-// quoteKey is key as a JSON object key.
-func quoteKey(key string) string {
-	b, _ := json.Marshal(key)
-	return string(b)
 }
 
 // Item writes one element of the list.

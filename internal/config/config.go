@@ -2,18 +2,19 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -101,13 +102,13 @@ type File struct {
 	exists bool
 	mode   os.FileMode
 	// invalid holds the contexts Load found out of range, by name: each is
-	// refused when selected or used, and Save carries it unchanged (see
+	// refused when selected or used, and Update carries it unchanged (see
 	// [File.Invalid]).
 	invalid map[string]invalidContext
 }
 
 // invalidContext is a context Load refused: why (with the file's line), and
-// the context as it was read, so Save can tell one carried unchanged from
+// the context as it was read, so Update can tell one carried unchanged from
 // one a command changed.
 type invalidContext struct {
 	err  error
@@ -425,11 +426,9 @@ func (c *Context) IsLocal() bool { return c.Store.DynamoDB == nil }
 // KnownDependencies returns the context's dependencies, or the defaults.
 func (c *Context) KnownDependencies() []string {
 	if len(c.Dependencies) == 0 {
-		return append([]string(nil), DefaultDependencies...)
+		return slices.Clone(DefaultDependencies)
 	}
-	out := append([]string(nil), c.Dependencies...)
-	sort.Strings(out)
-	return out
+	return slices.Sorted(slices.Values(c.Dependencies))
 }
 
 // MaxOverrideDuration returns the longest override the context allows
@@ -470,7 +469,7 @@ func ValidateName(name string) error {
 // Validate checks one context for contradictions and values out of range
 // (a max-override outside [CheckMaxOverride]'s range). Load calls
 // it for every context and refuses the one it fails for where it is used
-// ([File.Context]), not the whole file; Save calls it for every context and
+// ([File.Context]), not the whole file; Update calls it for every context and
 // writes no new or changed one that fails it.
 func (c *Context) Validate(name string) error {
 	if err := ValidateName(name); err != nil {
@@ -635,12 +634,9 @@ func locate(path string, data []byte, name string, err error) error {
 	return fmt.Errorf("%s: %w (fix it in the file, or remove the context with %s)", path, err, fix)
 }
 
-// encodeContext is the context as Save would write it, to compare two.
+// encodeContext is the context as Update would write it, to compare two.
 func encodeContext(c *Context) []byte {
-	b, err := yaml.Marshal(c)
-	if err != nil {
-		return nil
-	}
+	b, _ := yaml.Marshal(c) // nil when it cannot be encoded
 	return b
 }
 
@@ -735,23 +731,17 @@ func (f *File) Exists() bool { return f.exists }
 // Names returns the context names, the built-in local one included when it
 // is not shadowed, sorted.
 func (f *File) Names() []string {
-	seen := map[string]bool{LocalContextName: true}
-	names := []string{LocalContextName}
-	for n := range f.Contexts {
-		if !seen[n] {
-			names = append(names, n)
-		}
+	names := slices.Collect(maps.Keys(f.Contexts))
+	if _, ok := f.Contexts[LocalContextName]; !ok {
+		names = append(names, LocalContextName)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
 }
 
 // Current returns the name of the current context: the file's choice, else local.
 func (f *File) Current() string {
-	if f.CurrentContext != "" {
-		return f.CurrentContext
-	}
-	return LocalContextName
+	return cmp.Or(f.CurrentContext, LocalContextName)
 }
 
 // Context returns the named context. "local" resolves to the built-in one
@@ -770,35 +760,6 @@ func (f *File) Context(name string) (*Context, error) {
 	}
 	return nil, fmt.Errorf("%w %q: known contexts are %s (create it with koshactl config set-context %s ...)",
 		ErrNoContext, name, strings.Join(f.Names(), ", "), name)
-}
-
-// Save writes the file atomically with mode 0600. It refuses with ErrChanged
-// when the file on disk is not the one that was loaded, so two operators
-// editing contexts at once never silently drop each other's change.
-//
-// When the path is a symbolic link (a config kept in a dotfiles checkout),
-// Save writes through it: the new content goes to a temporary file in the
-// directory of the link's final target and is renamed over the target, so
-// the link stays a link and a reader sees the old file or the new one,
-// never half of one. A dangling link's target is created.
-//
-// Every context must pass [Context.Validate], except one that Load found
-// invalid and that is written back unchanged: a command on another context
-// (use-context, set-context) must not be refused for it, nor drop it.
-func (f *File) Save() error {
-	if err := f.check(); err != nil {
-		return err
-	}
-	target, err := f.target()
-	if err != nil {
-		return err
-	}
-	release, err := lockPath(target + LockSuffix)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return f.save(target)
 }
 
 // LockSuffix names the lock file beside the config file (its final target,
@@ -826,12 +787,24 @@ func lockPath(path string) (release func(), err error) {
 
 // Update changes the config file at path as one step among concurrent
 // koshactl commands: under the lock beside it ([LockSuffix]) it loads the
-// file afresh, applies change, and saves it (atomically, by rename), so
-// two commands changing different contexts at once both land. change's
-// error aborts, nothing written. It returns the file as saved.
+// file afresh, applies change, and saves it (atomically, by rename, with
+// mode 0600), so two commands changing different contexts at once both
+// land. change's error aborts, nothing written. It returns the file as
+// saved. It refuses with ErrChanged when the file on disk is no longer the
+// one it loaded (a writer that does not take the lock, an editor), so no
+// change is silently dropped.
+//
+// When the path is a symbolic link (a config kept in a dotfiles checkout),
+// Update writes through it: the new content goes to a temporary file in the
+// directory of the link's final target and is renamed over the target, so
+// the link stays a link and a reader sees the old file or the new one,
+// never half of one. A dangling link's target is created.
+//
+// Every context must pass [Context.Validate], except one that Load found
+// invalid and that is written back unchanged: a command on another context
+// (use-context, set-context) must not be refused for it, nor drop it.
 func Update(path string, change func(*File) error) (*File, error) {
-	probe := &File{path: path}
-	target, err := probe.target()
+	target, err := targetOf(path)
 	if err != nil {
 		return nil, err
 	}
@@ -853,7 +826,7 @@ func Update(path string, change func(*File) error) (*File, error) {
 	return f, f.save(target)
 }
 
-// check validates every context before a save (see [File.Save]).
+// check validates every context before a save (see [Update]).
 func (f *File) check() error {
 	for name, c := range f.Contexts {
 		if c == nil {
@@ -869,13 +842,13 @@ func (f *File) check() error {
 	return nil
 }
 
-// target creates the config's directory and returns the file its path
-// ends at, links resolved.
-func (f *File) target() (string, error) {
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+// targetOf creates the config's directory and returns the file path ends
+// at, links resolved.
+func targetOf(path string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("create config dir: %w", err)
 	}
-	target, err := resolveLinks(f.path)
+	target, err := resolveLinks(path)
 	if err != nil {
 		return "", fmt.Errorf("write config: %w", err)
 	}

@@ -11,32 +11,36 @@ import (
 	"github.com/kosha-platform/koshactl/internal/config"
 )
 
-func TestSaveRefusesAFileChangedSinceLoad(t *testing.T) {
+func TestUpdateRefusesAFileChangedSinceItsLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
-	a, err := config.Load(path)
-	if err != nil {
+	if _, err := config.Update(path, func(f *config.File) error {
+		f.Contexts = map[string]*config.Context{"a": config.BuiltinLocal()}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := config.Load(path)
-	a.Contexts = map[string]*config.Context{"a": config.BuiltinLocal()}
-	if err := a.Save(); err != nil {
-		t.Fatal(err)
-	}
-	b.Contexts = map[string]*config.Context{"b": config.BuiltinLocal()}
-	if err := b.Save(); !errors.Is(err, config.ErrChanged) {
-		t.Fatalf("second writer saved over the first: %v", err)
+	// A writer that does not take the lock (an editor) saves while the
+	// change is being made.
+	_, err := config.Update(path, func(f *config.File) error {
+		f.Contexts["b"] = config.BuiltinLocal()
+		return os.WriteFile(path, []byte("contexts:\n  a: {store: {local: {}}}\n  e: {store: {local: {}}}\n"), 0o600)
+	})
+	if !errors.Is(err, config.ErrChanged) {
+		t.Fatalf("the change was saved over the other writer's: %v", err)
 	}
 	c, _ := config.Load(path)
-	if _, ok := c.Contexts["a"]; !ok {
-		t.Error("first writer's context lost")
+	if _, ok := c.Contexts["e"]; !ok {
+		t.Error("the other writer's context lost")
 	}
-	// Reload and retry succeeds and keeps both.
-	c.Contexts["b"] = config.BuiltinLocal()
-	if err := c.Save(); err != nil {
+	// Retried, it loads afresh and keeps both.
+	if _, err := config.Update(path, func(f *config.File) error {
+		f.Contexts["b"] = config.BuiltinLocal()
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := config.Load(path)
-	if len(d.Contexts) != 2 {
+	if len(d.Contexts) != 3 {
 		t.Errorf("contexts = %v", d.Names())
 	}
 }
@@ -119,25 +123,23 @@ func TestMaxOverrideRangeAtLoadAndSave(t *testing.T) {
 	}
 }
 
-// Save carries a context Load found invalid when it is unchanged (a change
+// Update carries a context Load found invalid when it is unchanged (a change
 // to another context is not refused for it, nor drops it), refuses it once
 // changed but still invalid, and accepts it repaired.
-func TestSaveCarriesAnInvalidContextUnchanged(t *testing.T) {
+func TestUpdateCarriesAnInvalidContextUnchanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	data := "contexts:\n  dev:\n    store: {local: {}}\n    max-override: 2s\n  prod:\n    store: {local: {}}\n"
 	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.CurrentContext = "prod"
-	f.Contexts["prod"].Protected = true
-	if err := f.Save(); err != nil {
+	if _, err := config.Update(path, func(f *config.File) error {
+		f.CurrentContext = "prod"
+		f.Contexts["prod"].Protected = true
+		return nil
+	}); err != nil {
 		t.Fatalf("a change to prod refused for dev: %v", err)
 	}
-	f, err = config.Load(path)
+	f, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +149,17 @@ func TestSaveCarriesAnInvalidContextUnchanged(t *testing.T) {
 	if c, err := f.Context("prod"); err != nil || !c.Protected {
 		t.Fatalf("prod after save: %+v, %v", c, err)
 	}
-	f.Contexts["dev"].MaxOverride = config.Duration(3 * time.Second)
-	if err := f.Save(); !errors.Is(err, config.ErrMaxOverrideRange) {
+	if _, err := config.Update(path, func(f *config.File) error {
+		f.Contexts["dev"].MaxOverride = config.Duration(3 * time.Second)
+		return nil
+	}); !errors.Is(err, config.ErrMaxOverrideRange) {
 		t.Errorf("save of dev changed to another invalid max-override: %v", err)
 	}
-	f.Contexts["dev"].MaxOverride = config.Duration(4 * time.Hour)
-	if err := f.Save(); err != nil {
+	f, err = config.Update(path, func(f *config.File) error {
+		f.Contexts["dev"].MaxOverride = config.Duration(4 * time.Hour)
+		return nil
+	})
+	if err != nil {
 		t.Fatalf("save of the repaired dev: %v", err)
 	}
 	if _, err := f.Context("dev"); err != nil || f.Invalid("dev") != nil {
@@ -167,16 +174,16 @@ func TestSaveCarriesAnInvalidContextUnchanged(t *testing.T) {
 	}
 }
 
-func TestSaveRefusesANewInvalidContext(t *testing.T) {
-	f, err := config.Load(filepath.Join(t.TempDir(), "new.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Contexts = map[string]*config.Context{"dev": {Store: config.StoreConfig{Local: &config.LocalStore{}}, MaxOverride: config.Duration(2 * time.Second)}}
-	if err := f.Save(); !errors.Is(err, config.ErrMaxOverrideRange) {
+func TestUpdateRefusesANewInvalidContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.yaml")
+	_, err := config.Update(path, func(f *config.File) error {
+		f.Contexts = map[string]*config.Context{"dev": {Store: config.StoreConfig{Local: &config.LocalStore{}}, MaxOverride: config.Duration(2 * time.Second)}}
+		return nil
+	})
+	if !errors.Is(err, config.ErrMaxOverrideRange) {
 		t.Errorf("save of max-override 2s: %v", err)
 	}
-	if _, err := os.Stat(f.Path()); !os.IsNotExist(err) {
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("a refused save wrote the file: %v", err)
 	}
 }

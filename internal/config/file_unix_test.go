@@ -73,9 +73,9 @@ func TestLoadRefusesAFIFO(t *testing.T) {
 }
 
 // A config kept elsewhere (a dotfiles checkout) and linked into place keeps
-// its link: Save writes through to the target, atomically, in the target's
+// its link: Update writes through to the target, atomically, in the target's
 // directory.
-func TestSaveWritesThroughASymlink(t *testing.T) {
+func TestUpdateWritesThroughASymlink(t *testing.T) {
 	for _, relative := range []bool{false, true} {
 		root := t.TempDir()
 		dotfiles := filepath.Join(root, "dotfiles")
@@ -100,13 +100,11 @@ func TestSaveWritesThroughASymlink(t *testing.T) {
 		if err := os.Symlink("mid.yaml", link); err != nil {
 			t.Fatal(err)
 		}
-		f, err := config.Load(link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Contexts["dev"] = config.BuiltinLocal()
-		if err := f.Save(); err != nil {
-			t.Fatalf("relative %v: Save: %v", relative, err)
+		if _, err := config.Update(link, func(f *config.File) error {
+			f.Contexts["dev"] = config.BuiltinLocal()
+			return nil
+		}); err != nil {
+			t.Fatalf("relative %v: Update: %v", relative, err)
 		}
 		for _, l := range []string{link, mid} {
 			if fi, err := os.Lstat(l); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -131,21 +129,18 @@ func TestSaveWritesThroughASymlink(t *testing.T) {
 				}
 			}
 		}
-		// The changed-since-read guarantee holds through the link.
-		stale, _ := config.Load(link)
-		f2, _ := config.Load(link)
-		f2.CurrentContext = "dev"
-		if err := f2.Save(); err != nil {
-			t.Fatal(err)
-		}
-		stale.CurrentContext = "prod"
-		if err := stale.Save(); !errors.Is(err, config.ErrChanged) {
+		// The changed-since-read guarantee holds through the link: a writer
+		// that does not take the lock saves while the change is made.
+		if _, err := config.Update(link, func(f *config.File) error {
+			f.CurrentContext = "prod"
+			return os.WriteFile(link, []byte(oneContext), 0o600)
+		}); !errors.Is(err, config.ErrChanged) {
 			t.Errorf("relative %v: a stale save through the link: %v, want ErrChanged", relative, err)
 		}
 	}
 }
 
-func TestSaveThroughADanglingSymlinkCreatesTheTarget(t *testing.T) {
+func TestUpdateThroughADanglingSymlinkCreatesTheTarget(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.yaml")
 	link := filepath.Join(dir, "config.yaml")
@@ -156,8 +151,10 @@ func TestSaveThroughADanglingSymlinkCreatesTheTarget(t *testing.T) {
 	if err != nil || f.Exists() {
 		t.Fatalf("Load(dangling) = %v, exists %v", err, f.Exists())
 	}
-	f.CurrentContext = "local"
-	if err := f.Save(); err != nil {
+	if _, err := config.Update(link, func(f *config.File) error {
+		f.CurrentContext = "local"
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
@@ -168,25 +165,17 @@ func TestSaveThroughADanglingSymlinkCreatesTheTarget(t *testing.T) {
 	}
 }
 
-func TestSaveRefusesASymlinkLoop(t *testing.T) {
+func TestUpdateRefusesASymlinkLoop(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
-	writeFile(t, a, oneContext, 0o600)
-	f, err := config.Load(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Between the read and the save, someone turns the file into a loop.
-	if err := os.Remove(a); err != nil {
-		t.Fatal(err)
-	}
+	// Someone turns the file into a loop.
 	if err := os.Symlink(b, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(a, b); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Save(); err == nil || !strings.Contains(err.Error(), "symbolic links in a row") {
-		t.Errorf("Save through a loop: %v", err)
+	if _, err := config.Update(a, func(*config.File) error { return nil }); err == nil || !strings.Contains(err.Error(), "symbolic links in a row") {
+		t.Errorf("Update through a loop: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/freeze"
@@ -39,13 +40,13 @@ type fixture struct {
 	svc *lever.Service
 	st  *racing
 	log *audit.Log
-	clk *clock.Fake
+	clk *clocktest.Fake
 }
 
 func newFixture(t *testing.T, maxFor time.Duration) fixture {
 	t.Helper()
 	base := sqlitetest.NewStore(t)
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	log := audit.NewLog(base, clk, "test")
 	st := &racing{Store: base, log: log, t: t, clk: clk}
 	reg := lever.NewRegistry(lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, maxFor), nil }})

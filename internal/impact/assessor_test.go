@@ -13,7 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/lever"
@@ -50,7 +50,7 @@ func (f *fleetCounters) serve(t testing.TB) string {
 
 // assessAll assesses each of forces one after another, as apply's windows
 // are, advancing clk by step whenever the reads wait on it.
-func assessAll(t *testing.T, a lever.Assessor, clk *clock.Fake, step time.Duration, forces ...lever.Forces) []*impact.Report {
+func assessAll(t *testing.T, a lever.Assessor, clk *clocktest.Fake, step time.Duration, forces ...lever.Forces) []*impact.Report {
 	t.Helper()
 	var out []*impact.Report
 	drive(t, clk, step, func() {
@@ -63,7 +63,7 @@ func assessAll(t *testing.T, a lever.Assessor, clk *clock.Fake, step time.Durati
 
 // drive runs fn, advancing clk by step whenever something waits on it,
 // until fn returns.
-func drive(t testing.TB, clk *clock.Fake, step time.Duration, fn func()) {
+func drive(t testing.TB, clk *clocktest.Fake, step time.Duration, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
@@ -102,7 +102,7 @@ func TestAssessorReadsPrometheusOnceForARound(t *testing.T) {
 	t.Parallel()
 	fc := &fleetCounters{perScrape: 10}
 	url := fc.serve(t)
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestAssessorSharesAReadUnderWay(t *testing.T) {
 	t.Parallel()
 	fc := &fleetCounters{perScrape: 10}
 	url := fc.serve(t)
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestAssessorReadsCloudWatchOnceForARound(t *testing.T) {
 		cw.PutCount(gauge.DownstreamCallsMetricName, map[string]string{gauge.DimDependency: impact.ScreeningSim}, at, 45)
 		cw.PutCount(gauge.ToolCallsMetricName, map[string]string{gauge.DimTool: impact.ToolSearchKnowledgeBase}, at, 12)
 	}
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	src := metrics.NewCloudWatchRates(cw.Client(1), metrics.CloudWatchRateOptions{Region: "eu-west-1", Clock: clk})
 	a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 
@@ -227,7 +227,7 @@ func TestAssessorReadsTheContextsDependenciesWithTheMatrixs(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 29, 19, 0, 30, 0, time.UTC)
 	cw := cwfake.New(t)
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	src := metrics.NewCloudWatchRates(cw.Client(1), metrics.CloudWatchRateOptions{Region: "eu-west-1", Clock: clk})
 	a := &impact.Assessor{Clock: clk, Dependencies: []string{"redis", "kafka"}, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	for _, dep := range []string{impact.ScreeningSim, "redis", "kafka"} {
@@ -248,7 +248,7 @@ func TestAssessorReadsTheContextsDependenciesWithTheMatrixs(t *testing.T) {
 func TestAssessorSharesAFailedRead(t *testing.T) {
 	t.Parallel()
 	src := &fakeRates{err: fmt.Errorf("scrape: %w", metrics.ErrUnavailable)}
-	a := &impact.Assessor{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+	a := &impact.Assessor{Clock: clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
 		Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	for _, f := range threeWindows {
 		r := a.Assess(t.Context(), f).(*impact.Report)
@@ -311,7 +311,7 @@ func TestAssessorWarmedReadAnswersTheFirstChanges(t *testing.T) {
 	t.Parallel()
 	fc := &fleetCounters{perScrape: 10}
 	url := fc.serve(t)
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestAssessorWarmedReadAnswersTheFirstChanges(t *testing.T) {
 func TestAssessorWarmReadThatFailedIsReadAgain(t *testing.T) {
 	t.Parallel()
 	src := &fakeRates{err: fmt.Errorf("scrape: %w", metrics.ErrUnavailable)}
-	a := &impact.Assessor{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+	a := &impact.Assessor{Clock: clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
 		Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	a.Warm(t.Context())
 	shared, err := a.Source(t.Context())
@@ -370,7 +370,7 @@ func TestAssessorWarmReadThatFailedIsReadAgain(t *testing.T) {
 func TestAssessorSourceSharesTheChangesRead(t *testing.T) {
 	t.Parallel()
 	src := &fakeRates{rates: screeningRates()}
-	a := &impact.Assessor{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+	a := &impact.Assessor{Clock: clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
 		Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	shared, err := a.Source(t.Context())
 	if err != nil || shared == nil || shared.Describe() != src.Describe() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -33,7 +33,7 @@ func BenchmarkAssessARound(b *testing.B) {
 			var waited time.Duration
 			for b.Loop() {
 				start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-				clk := clock.NewFake(start)
+				clk := clocktest.NewFake(start)
 				src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 				if err != nil {
 					b.Fatal(err)
@@ -48,7 +48,7 @@ func BenchmarkAssessARound(b *testing.B) {
 		b.Run(fmt.Sprintf("cloudwatch/windows=%d", n), func(b *testing.B) {
 			cw := cwfake.New(b)
 			for b.Loop() {
-				clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 30, 0, time.UTC))
+				clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 30, 0, time.UTC))
 				src := metrics.NewCloudWatchRates(cw.Client(1), metrics.CloudWatchRateOptions{Region: "eu-west-1", Clock: clk})
 				a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 				assessRound(b, a, clk, forces)
@@ -59,7 +59,7 @@ func BenchmarkAssessARound(b *testing.B) {
 }
 
 // assessRound assesses forces one after another, every report with rates.
-func assessRound(b *testing.B, a *impact.Assessor, clk *clock.Fake, forces []lever.Forces) {
+func assessRound(b *testing.B, a *impact.Assessor, clk *clocktest.Fake, forces []lever.Forces) {
 	b.Helper()
 	drive(b, clk, metrics.DefaultRateInterval, func() {
 		for _, f := range forces {

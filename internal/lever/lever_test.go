@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
@@ -39,7 +39,7 @@ func (m *meddling) Transact(ctx context.Context, c store.Change) error {
 func newService(t *testing.T, attempts int) (*lever.Service, *meddling, *audit.Log) {
 	t.Helper()
 	m := &meddling{Store: sqlitetest.NewStore(t)}
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	log := audit.NewLog(m.Store, clk, "test")
 	reg := lever.NewRegistry(levertest.Flags{Attempts: attempts}.Entry())
 	return lever.NewService(m, clk, reg).WithLog(log).WithActor(func(context.Context) (string, error) { return "al", nil }), m, log
@@ -201,7 +201,7 @@ func (s *taking) Transact(ctx context.Context, c store.Change) error {
 // which transaction, and why not.
 func TestAChangeIsWholeOrAskedInChunks(t *testing.T) {
 	st := &taking{Store: sqlitetest.NewStore(t), taken: "flag#f070"}
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	log := audit.NewLog(st.Store, clk, "test")
 	svc := lever.NewService(st, clk, lever.NewRegistry(levertest.Flags{}.Entry())).WithLog(log).WithActor(func(context.Context) (string, error) { return "al", nil })
 	ctx := context.Background()

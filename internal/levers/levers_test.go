@@ -3,15 +3,16 @@ package levers_test
 import (
 	"context"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -142,7 +143,7 @@ windows:
 
 // env is a table on the embedded store, a fake clock and an audit log.
 type env struct {
-	clk *clock.Fake
+	clk *clocktest.Fake
 	ov  *breaker.Overrides
 	log *audit.Log
 	st  *sqlite.Store
@@ -150,7 +151,7 @@ type env struct {
 
 func newEnv(t *testing.T) env {
 	s := sqlitetest.NewStore(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod"), st: s}
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 )
@@ -22,7 +22,7 @@ func BenchmarkCloudWatchRefresh(b *testing.B) {
 			for _, d := range all {
 				fill(s, d, 8, func(inst, minute int) float64 { return float64((inst + minute) % 3) })
 			}
-			cw, err := metrics.NewCloudWatch(s.Client(1), metrics.CloudWatchOptions{Clock: clock.NewFake(now)})
+			cw, err := metrics.NewCloudWatch(s.Client(1), metrics.CloudWatchOptions{Clock: clocktest.NewFake(now)})
 			if err != nil {
 				b.Fatal(err)
 			}

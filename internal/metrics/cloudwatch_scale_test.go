@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 )
@@ -39,7 +39,7 @@ func TestCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 		}
 		putNow(s, d, 300, open)
 	}
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	cw, err := metrics.NewCloudWatch(s.Client(1), metrics.CloudWatchOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

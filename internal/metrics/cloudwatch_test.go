@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 )
@@ -39,7 +39,7 @@ func fill(s *cwfake.Server, dep string, instances int, value func(inst, minute i
 func newCW(t *testing.T, s *cwfake.Server, opts metrics.CloudWatchOptions) *metrics.CloudWatch {
 	t.Helper()
 	if opts.Clock == nil {
-		opts.Clock = clock.NewFake(now)
+		opts.Clock = clocktest.NewFake(now)
 	}
 	cw, err := metrics.NewCloudWatch(s.Client(1), opts)
 	if err != nil {
@@ -292,7 +292,7 @@ func TestCloudWatchRetriesThrottling(t *testing.T) {
 		return nil
 	}
 	fill(s, "openai", 1, func(int, int) float64 { return 0 })
-	cw, err := metrics.NewCloudWatch(s.Client(3), metrics.CloudWatchOptions{Clock: clock.NewFake(now)})
+	cw, err := metrics.NewCloudWatch(s.Client(3), metrics.CloudWatchOptions{Clock: clocktest.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

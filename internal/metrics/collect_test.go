@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -41,7 +41,7 @@ func TestCollectorFetchesMergesAndFilters(t *testing.T) {
 	o := override(time.Minute, time.Hour)
 	o.Dependency = "legacy-api"
 	g := &recordGauges{}
-	c := &metrics.Collector{Overrides: listOverrides{items: []breaker.Override{o}}, Gauges: g, Clock: clock.NewFake(now),
+	c := &metrics.Collector{Overrides: listOverrides{items: []breaker.Override{o}}, Gauges: g, Clock: clocktest.NewFake(now),
 		Known: []string{"openai", "postgres"}}
 
 	col := c.Collect(context.Background())
@@ -111,7 +111,7 @@ func TestCollectorReadsTheTableAndTheGaugesTogether(t *testing.T) {
 	r := &rendezvous{listed: make(chan struct{}), fetched: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(t.Context(), wait.Ceiling)
 	defer cancel()
-	col := (&metrics.Collector{Overrides: r, Gauges: r, Clock: clock.NewFake(now), Known: []string{"openai"}}).Collect(ctx)
+	col := (&metrics.Collector{Overrides: r, Gauges: r, Clock: clocktest.NewFake(now), Known: []string{"openai"}}).Collect(ctx)
 	if col.StoreErr != nil || col.GaugeErr != nil {
 		t.Errorf("the table: %v; the gauges: %v; want both read, each while the other was", col.StoreErr, col.GaugeErr)
 	}

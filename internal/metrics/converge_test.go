@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -30,7 +30,7 @@ func scrapeText(values ...int) string {
 }
 
 func TestJudgeScrapeCountsEveryReportingInstance(t *testing.T) {
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	e, url := serveMetrics(t, scrapeText(3, 3, 3, 0))
 	src, err := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	if err != nil {
@@ -96,7 +96,7 @@ func TestJudgeScrapeCountsEveryReportingInstance(t *testing.T) {
 // instance writes its state on every change and at least every minute.
 type publisher struct {
 	cw    *cwfake.Server
-	clk   *clock.Fake
+	clk   *clocktest.Fake
 	state map[string]float64
 	last  map[string]time.Time
 }
@@ -125,7 +125,7 @@ func (p *publisher) tick() {
 
 func TestJudgeCloudWatchWaitsForTheNewestCompletePeriod(t *testing.T) {
 	start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	cw := cwfake.New(t)
 	cw.Clock, cw.Delay = clk, cwfake.RetrievalDelay
 	pub := &publisher{cw: cw, clk: clk, state: map[string]float64{}, last: map[string]time.Time{}}
@@ -190,7 +190,7 @@ func TestJudgeCloudWatchWaitsForTheNewestCompletePeriod(t *testing.T) {
 	// wholly after the cache period (19:01) is complete and readable
 	// (19:02 + 2 min), within the bound.
 	cw2 := cwfake.New(t)
-	clk2 := clock.NewFake(start)
+	clk2 := clocktest.NewFake(start)
 	cw2.Clock, cw2.Delay = clk2, cwfake.RetrievalDelay
 	pub2 := &publisher{cw: cw2, clk: clk2, state: map[string]float64{}, last: map[string]time.Time{}}
 	for i := 1; i <= 4; i++ {
@@ -234,7 +234,7 @@ func TestJudgeCloudWatchWaitsForTheNewestCompletePeriod(t *testing.T) {
 // The waiter polls on the clock it is given: a test drives it by advancing
 // the fake, never by sleeping.
 func TestWaiterReturnsWhenConfirmedOrTimesOut(t *testing.T) {
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	e, url := serveMetrics(t, scrapeText(0, 0, 0, 0))
 	src, err := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	if err != nil {
@@ -308,7 +308,7 @@ func TestWaiterReturnsWhenConfirmedOrTimesOut(t *testing.T) {
 }
 
 func TestDependencyStatusSaysNotObeyedPastTheBound(t *testing.T) {
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	_, url := serveMetrics(t, scrapeText(3, 3, 0, 3))
 	src, err := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	if err != nil {
@@ -359,7 +359,7 @@ func (d *deadlineRecorder) RoundTrip(req *http.Request) (*http.Response, error) 
 // 10 ms, and the hanging endpoint sees its request canceled.
 func TestWaiterBoundsEachScrapeByItsDeadline(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	const lastPoll = 7990 * time.Millisecond
 	canceled := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

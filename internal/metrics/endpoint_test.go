@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/kosha-platform/koshactl/internal/awsconf"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
@@ -53,7 +53,7 @@ func TestCloudWatchClientsHonourThePinnedEndpoint(t *testing.T) {
 	cw.Put("openai", "gw-1", now.Add(-30*time.Second), 2)
 	cw.SetAlarm(cwfake.Alarm{Name: "kosha-openai-errors", State: "OK", Updated: now})
 	c := pinnedContext(cw.URL)
-	sc := metrics.SourceConfig{Context: c, AWSConfig: contextAWS(c), Clock: clock.NewFake(now)}
+	sc := metrics.SourceConfig{Context: c, AWSConfig: contextAWS(c), Clock: clocktest.NewFake(now)}
 	src, err := metrics.NewSource(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestAnEndpointThatIsNotCloudWatchIsNamed(t *testing.T) {
 	}))
 	t.Cleanup(notCW.Close)
 	c := pinnedContext(notCW.URL)
-	sc := metrics.SourceConfig{Context: c, AWSConfig: contextAWS(c), Clock: clock.NewFake(now)}
+	sc := metrics.SourceConfig{Context: c, AWSConfig: contextAWS(c), Clock: clocktest.NewFake(now)}
 	src, err := metrics.NewSource(t.Context(), sc)
 	if err != nil {
 		t.Fatal(err)

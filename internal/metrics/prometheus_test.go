@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -68,7 +68,7 @@ kosha_requests_total{dependency="openai"} 1234
 
 func TestPrometheusScrapesPerInstanceGauges(t *testing.T) {
 	_, url := serveMetrics(t, sandboxText)
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	p, err := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestPrometheusScrapesPerInstanceGauges(t *testing.T) {
 
 func TestPrometheusBuildsTheTimelineFromItsOwnScrapes(t *testing.T) {
 	e, url := serveMetrics(t, sandboxText)
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	fetch := func() metrics.Snapshot {
 		t.Helper()
@@ -163,7 +163,7 @@ kosha_breaker_state{dependency="Not Valid",instance="gw-1"} 1
 kosha_breaker_state{dependency="openai",instance="gw-2"} NaN
 kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 `)
-	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
+	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now)})
 	snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 
 func TestPrometheusDefaultsTheInstanceToTheTarget(t *testing.T) {
 	_, url := serveMetrics(t, "kosha_breaker_state{dependency=\"openai\"} 0\n")
-	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
+	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now)})
 	snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestPrometheusDefaultsTheInstanceToTheTarget(t *testing.T) {
 
 func TestPrometheusFailures(t *testing.T) {
 	e, url := serveMetrics(t, sandboxText)
-	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
+	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now)})
 	e.mu.Lock()
 	e.status = http.StatusServiceUnavailable
 	e.mu.Unlock()
@@ -214,13 +214,13 @@ func TestPrometheusFailures(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	dead := srv.URL + "/metrics"
 	srv.Close()
-	p2, _ := metrics.NewPrometheus([]string{dead}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
+	p2, _ := metrics.NewPrometheus([]string{dead}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now)})
 	if _, err := p2.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour}); !errors.Is(err, metrics.ErrUnavailable) {
 		t.Errorf("refused: %v", err)
 	}
 	// One of two targets down: data from the other, and a warning.
 	e.set(sandboxText)
-	p3, _ := metrics.NewPrometheus([]string{url, dead}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
+	p3, _ := metrics.NewPrometheus([]string{url, dead}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now)})
 	snap, err := p3.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatalf("one target up: %v", err)
@@ -255,7 +255,7 @@ func TestPrometheusRefusesRedirects(t *testing.T) {
 	t.Cleanup(redirecting.Close)
 	target := redirecting.URL + "/metrics"
 	for name, client := range map[string]*http.Client{"default client": nil, "a client that follows redirects": {}} {
-		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Client: client, Clock: clock.NewFake(now)})
+		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Client: client, Clock: clocktest.NewFake(now)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func TestPrometheusRefusesAnAnswerOverTheCap(t *testing.T) {
 		target := srv.URL + "/metrics"
 		// 19 MB on a loaded machine under -race: the client's timeout is
 		// the tests' bound, not a scrape's 5 s.
-		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Clock: clock.NewFake(now),
+		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Clock: clocktest.NewFake(now),
 			Client: &http.Client{Timeout: wait.Ceiling}})
 		if err != nil {
 			t.Fatal(err)

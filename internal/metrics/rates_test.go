@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -37,7 +37,7 @@ func counters(screenOK, screenDeferred, screeningCalls, searchOK float64) string
 
 // rateRead runs r.Rates on its own goroutine; advance, once it waits on
 // clk, is called before the clock moves by step.
-func rateRead(t *testing.T, r metrics.RateSource, clk *clock.Fake, req metrics.RateRequest, step time.Duration, advance func()) (metrics.CallRates, error) {
+func rateRead(t *testing.T, r metrics.RateSource, clk *clocktest.Fake, req metrics.RateRequest, step time.Duration, advance func()) (metrics.CallRates, error) {
 	t.Helper()
 	type result struct {
 		rates metrics.CallRates
@@ -77,7 +77,7 @@ var screeningReq = metrics.RateRequest{Tools: []string{"screen_entity", "search_
 func TestPrometheusRatesScrapeTwiceOnAFirstRead(t *testing.T) {
 	t.Parallel()
 	e, url := serveMetrics(t, counters(100, 20, 400, 7))
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestPrometheusRatesScrapeTwiceOnAFirstRead(t *testing.T) {
 func TestPrometheusRatesCountANewSeriesFromZero(t *testing.T) {
 	t.Parallel()
 	e, url := serveMetrics(t, counters(100, -1, 400, 7))
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk, Interval: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestPrometheusRatesCountANewSeriesFromZero(t *testing.T) {
 func TestPrometheusRatesForgetScrapesPastTheWindow(t *testing.T) {
 	t.Parallel()
 	e, url := serveMetrics(t, counters(100, 0, 400, 7))
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk, Window: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestPrometheusRatesFailures(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		url := srv.URL + "/metrics"
 		srv.Close()
-		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clock.NewFake(now)})
+		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clocktest.NewFake(now)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +174,7 @@ func TestPrometheusRatesFailures(t *testing.T) {
 		e, url := serveMetrics(t, counters(100, 0, 400, 7))
 		down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 		t.Cleanup(down.Close)
-		clk := clock.NewFake(now)
+		clk := clocktest.NewFake(now)
 		r, err := metrics.NewPrometheusRates([]string{url, down.URL + "/metrics"}, metrics.PrometheusRateOptions{Clock: clk})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +192,7 @@ func TestPrometheusRatesFailures(t *testing.T) {
 		_, url := serveMetrics(t, counters(100, 0, 400, 7))
 		redirect := httptest.NewServer(http.RedirectHandler(url, http.StatusFound))
 		t.Cleanup(redirect.Close)
-		r, err := metrics.NewPrometheusRates([]string{redirect.URL + "/metrics"}, metrics.PrometheusRateOptions{Clock: clock.NewFake(now)})
+		r, err := metrics.NewPrometheusRates([]string{redirect.URL + "/metrics"}, metrics.PrometheusRateOptions{Clock: clocktest.NewFake(now)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func TestPrometheusRatesFailures(t *testing.T) {
 			fmt.Fprintf(&b, "kosha_requests_total{dependency=\"openai\",instance=\"gw-%d\",route=\"/a/long/route/name/to/fill/the/line\"} %d\n", i, i)
 		}
 		_, url := serveMetrics(t, b.String())
-		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clock.NewFake(now),
+		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clocktest.NewFake(now),
 			Client: &http.Client{Timeout: wait.Ceiling}})
 		if err != nil {
 			t.Fatal(err)
@@ -232,7 +232,7 @@ func TestPrometheusRatesFailures(t *testing.T) {
 	t.Run("canceled while waiting for the second scrape", func(t *testing.T) {
 		t.Parallel()
 		_, url := serveMetrics(t, counters(100, 0, 400, 7))
-		clk := clock.NewFake(now)
+		clk := clocktest.NewFake(now)
 		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
 		if err != nil {
 			t.Fatal(err)
@@ -280,7 +280,7 @@ func TestCloudWatchRatesSumWholeMinutesPastTheRetrievalDelay(t *testing.T) {
 			}
 			// A series without the service dimension is another metric.
 			s.PutCount(gauge.ToolCallsMetricName, map[string]string{gauge.DimTool: "raise_dispute", "other": "x"}, now.Add(-4*time.Minute), 1000)
-			r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Service: service, Region: "eu-west-1", Clock: clock.NewFake(now)})
+			r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Service: service, Region: "eu-west-1", Clock: clocktest.NewFake(now)})
 			rates, err := r.Rates(t.Context(), screeningReq)
 			if err != nil {
 				t.Fatal(err)
@@ -315,7 +315,7 @@ func TestCloudWatchRatesSumWholeMinutesPastTheRetrievalDelay(t *testing.T) {
 func TestCloudWatchRatesWithoutAnyCount(t *testing.T) {
 	t.Parallel()
 	s := cwfake.New(t)
-	r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Clock: clock.NewFake(now)})
+	r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Clock: clocktest.NewFake(now)})
 	rates, err := r.Rates(t.Context(), screeningReq)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +330,7 @@ func TestCloudWatchRatesDenied(t *testing.T) {
 	t.Parallel()
 	s := cwfake.New(t)
 	s.Authorize = func(action, _ string, _ map[string][]string) string { return "not authorized to perform: " + action }
-	r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Clock: clock.NewFake(now)})
+	r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Clock: clocktest.NewFake(now)})
 	if _, err := r.Rates(t.Context(), screeningReq); !errors.Is(err, metrics.ErrDenied) {
 		t.Errorf("err %v, want ErrDenied", err)
 	}

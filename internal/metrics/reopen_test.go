@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -28,7 +28,7 @@ func TestJudgeReopenCountsOpenAndHalfOpenInstances(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(now)
+			clk := clocktest.NewFake(now)
 			_, url := serveMetrics(t, scrapeText(tc.values...))
 			src, err := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 			if err != nil {
@@ -49,7 +49,7 @@ func TestJudgeReopenCountsOpenAndHalfOpenInstances(t *testing.T) {
 
 func TestJudgeReopenShareAndUnknown(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	_, url := serveMetrics(t, "# TYPE kosha_breaker_state gauge\n"+
 		"kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 2\n"+
 		"kosha_breaker_state{dependency=\"openai\",instance=\"gw-2\"} 7\n"+

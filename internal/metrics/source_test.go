@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
@@ -110,7 +110,7 @@ func TestNewSourceCloudWatchUsesTheEndpointAndRegionOfTheContext(t *testing.T) {
 	fill(s, "openai", 2, func(int, int) float64 { return 2 })
 	c := awsContext()
 	c.Metrics.CloudWatch = &config.CloudWatchMetrics{EndpointURL: s.URL}
-	src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: c, AWSConfig: fakeAWS(s), Clock: clock.NewFake(now)})
+	src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: c, AWSConfig: fakeAWS(s), Clock: clocktest.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

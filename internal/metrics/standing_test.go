@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -107,7 +107,7 @@ func TestJudgeScrapeNeverConfirmsAHostileExposition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(now)
+			clk := clocktest.NewFake(now)
 			first := tt.before
 			if first == "" {
 				first = tt.body

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 )
@@ -24,7 +24,7 @@ func TestBypassedEventEscapesTheRecordAndBlamesNoOneForItsFailure(t *testing.T) 
 
 	chat, hook, refuse := notifytest.Start(t, notifytest.Accept), notifytest.Start(t, notifytest.Accept), notifytest.Start(t, notifytest.Refuse)
 	failures := &recorder{}
-	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clock.NewFake(epoch), Audit: failures,
+	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clocktest.NewFake(epoch), Audit: failures,
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: chat.URL(), Format: notify.FormatSlack},
 			&notify.Webhook{SinkName: "hook", URL: hook.URL()}, &notify.Webhook{SinkName: "down", URL: refuse.URL()}}}
 	rep := d.Notify(t.Context(), ev)

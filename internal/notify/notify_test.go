@@ -19,7 +19,7 @@ import (
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
@@ -75,7 +75,7 @@ func (r *recorder) Stage(context.Context, audit.Entry, string, int) (audit.Recor
 
 func TestSlackMessageEscapesHostileTextAndAsksForNoParsing(t *testing.T) {
 	rcv := notifytest.Start(t, notifytest.Accept)
-	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clock.NewFake(epoch),
+	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clocktest.NewFake(epoch),
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: rcv.URL(), Format: notify.FormatSlack}}}
 	rep := d.Notify(t.Context(), event())
 	if len(rep.Failed) != 0 || len(rep.Delivered) != 1 {
@@ -100,7 +100,7 @@ func TestSlackMessageEscapesHostileTextAndAsksForNoParsing(t *testing.T) {
 
 func TestPayloadIsTheContractWithValuesAsRecorded(t *testing.T) {
 	rcv := notifytest.Start(t, notifytest.Accept)
-	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clock.NewFake(epoch),
+	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clocktest.NewFake(epoch),
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "hook", URL: rcv.URL()}}}
 	d.Notify(t.Context(), event())
 	evs := rcv.Events(t)
@@ -152,7 +152,7 @@ func TestWebhookErrorsNeverHoldTheToken(t *testing.T) {
 func TestAHangingReceiverDelaysNothingPastTheBound(t *testing.T) {
 	hang := notifytest.Start(t, notifytest.Hang)
 	ok := notifytest.Start(t, notifytest.Accept)
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	rec := &recorder{}
 	var warns []string
 	debug := &syncbuf.Buffer{}
@@ -223,7 +223,7 @@ func TestSNSMessageIsAChatbotNotificationWithinTheServiceLimits(t *testing.T) {
 	for i := range 5000 {
 		big.Levers = append(big.Levers, notify.Lever{Subject: "rl#client-" + strings.Repeat("x", 40) + string(rune('a'+i%26)), Change: "drained to 0 tokens"})
 	}
-	d := &notify.Dispatcher{Context: "prod", Clock: clock.NewFake(epoch), Sinks: []notify.Sink{sink}}
+	d := &notify.Dispatcher{Context: "prod", Clock: clocktest.NewFake(epoch), Sinks: []notify.Sink{sink}}
 	for _, e := range []notify.Event{ev, big} {
 		if rep := d.Notify(t.Context(), e); len(rep.Failed) != 0 {
 			t.Fatalf("publish failed: %+v", rep.Failed)
@@ -441,7 +441,7 @@ func TestSNSAdditionalContextIsEscaped(t *testing.T) {
 func TestImpactLinesReachChatEscapedAndTheWebhookAsRecorded(t *testing.T) {
 	chat := notifytest.Start(t, notifytest.Accept)
 	hook := notifytest.Start(t, notifytest.Accept)
-	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clock.NewFake(epoch),
+	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clocktest.NewFake(epoch),
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: chat.URL(), Format: notify.FormatSlack}, &notify.Webhook{SinkName: "hook", URL: hook.URL()}}}
 	ev := event()
 	ev.Impact = []string{"screen_entity deferred: status: \"deferred\" · 25/min · about 750 screenings deferred over 30m", "tool <!channel> failed"}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
@@ -37,7 +37,7 @@ func parsed(t *testing.T, text string) *policy.Set {
 func TestPolicyStandsByItsProof(t *testing.T) {
 	ctx := context.Background()
 	s := sqlitetest.NewStore(t)
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	p := policy.NewPolicies(s, clk, levers)
 	log := audit.NewLog(s, clk, "test")
 	standing := func() policy.Standing {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -44,7 +44,7 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = raw.Close() })
 	s := &batchCounting{Store: raw}
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	b := newBuckets(t, s, clk)
 	log := audit.NewLog(s, clk, "ctx")
 	clients := []string{"c4", "c1", "full", "c2"}
@@ -125,7 +125,7 @@ func drains(n int) []ratelimit.Change {
 func TestApplyAllChunksPastOneChange(t *testing.T) {
 	m := ratelimittest.NewMemStore()
 	s := &countingStore{MemStore: m}
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*lever.ChunkLevers + 20
 	_, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Reason: "flood",
@@ -163,7 +163,7 @@ func TestApplyAllChunksPastOneChange(t *testing.T) {
 func TestApplyAllFailingStoreRecordsWhatLanded(t *testing.T) {
 	m := ratelimittest.NewMemStore()
 	s := &countingStore{MemStore: m, fail: map[int]bool{2: true}}
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*lever.ChunkLevers + 20
 	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Chunked: true,
@@ -205,7 +205,7 @@ func TestApplyAllRebuildsARefusedChunk(t *testing.T) {
 		m.Set(ratelimit.Bucket{Client: c.Client, Tokens: 10, UpdatedAtMs: t0}.Item())
 	}
 	s := &busyStore{MemStore: m, n: 1}
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := newLog(m, clk)
 	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(3),
 		Actor: func(context.Context) (string, error) { return "al", nil }})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -84,7 +85,7 @@ func records(t *testing.T, log *audit.Log, subject string) []audit.Record {
 
 func TestBucketsGet(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	st, err := b.Get(context.Background(), "nobody")
 	if err != nil || st.Exists || st.Tokens != 20 || !st.Admit {
@@ -110,7 +111,7 @@ func TestBucketsGet(t *testing.T) {
 
 func TestBucketsList(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	for i, tokens := range []float64{0, 19, 0.5, 7, 20} {
 		s.Set(ratelimit.Bucket{Client: fmt.Sprintf("c%d", i), Tokens: tokens, UpdatedAtMs: t0 - int64(i)*100}.Item())
 	}
@@ -158,7 +159,7 @@ func TestBucketsList(t *testing.T) {
 
 func TestBucketsReset(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 
@@ -199,7 +200,7 @@ func TestBucketsReset(t *testing.T) {
 
 func TestBucketsDrainAndSet(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 	dataPlane := newLimiter(t, s, clk)
@@ -268,7 +269,7 @@ func TestBucketsDrainAndSet(t *testing.T) {
 // change, conditional on it being unchanged, and the audit says what it was.
 func TestBucketsRepairMalformed(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 	for _, bad := range []store.Item{
@@ -349,7 +350,7 @@ func TestBucketsRetryAndBusy(t *testing.T) {
 	m := ratelimittest.NewMemStore()
 	m.Set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())
 	s := &busyStore{MemStore: m, n: 2}
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(m, clk)
 	res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
@@ -387,7 +388,7 @@ func (failingStager) Stage(context.Context, audit.Entry, string, int) (audit.Rec
 
 func TestBucketsApplyAudited(t *testing.T) {
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 	ctx := context.Background()
@@ -478,7 +479,7 @@ func (l *lostAnswer) Get(ctx context.Context, pk string) (store.Item, error) {
 // it landed, its record written with it, once; unknown when the store
 // cannot be read to tell.
 func TestBucketsLostAnswer(t *testing.T) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	drain := ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}
 	for _, tc := range []struct {
 		name      string
@@ -516,7 +517,7 @@ func TestBucketsLostAnswer(t *testing.T) {
 // recorded, and the error is the cancellation.
 func TestBucketsInterruptedBeforeSending(t *testing.T) {
 	m := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &ratelimittest.Interfering{MemStore: m, OnGet: cancel}
@@ -538,7 +539,7 @@ func TestBucketsInterruptedBeforeSending(t *testing.T) {
 // nor listed, and they are left as they were.
 func TestPlantedClaimsChangeNothing(t *testing.T) {
 	m := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := newLog(m, clk)
 	token := strings.Repeat("ab", 16)
 	claims := []store.Item{
@@ -618,7 +619,7 @@ func TestBucketsEachOrdersAndLimits(t *testing.T) {
 	var want map[string][]string
 	for name, base := range map[string]ratelimit.ListStore{"memory": mem, "sqlite": lite} {
 		s := &scanCount{ListStore: base}
-		b := newBuckets(t, s, clock.NewFake(epoch))
+		b := newBuckets(t, s, clocktest.NewFake(epoch))
 		got := map[string][]string{}
 		for _, sort := range ratelimit.SortOrders {
 			for _, limit := range []int{0, 1, 10, n + 5} {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
@@ -20,7 +20,7 @@ func interruptFixture(t *testing.T) (*faultproxy.Proxy, store.Store, buckets, *a
 	t.Helper()
 	p := faultproxy.Start(t, motoURL(t))
 	s := dynamotest.NewStore(t, p.URL())
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	b := newBuckets(t, s, clk)
 	log := audit.NewLog(s, clk, "test")
 	if _, _, err := b.WithLog(log).ApplyAudited(context.Background(), "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "alice"}); err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -23,7 +23,7 @@ func TestTheBucketServiceRefusesAndAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	b := newBuckets(t, s, clk)
 	drain := applyAll{Changes: []ratelimit.Change{{Op: ratelimit.OpDrain, Client: "c1"}, {Op: ratelimit.OpDrain, Client: "c2"}},
 		Reason: "abuse", Actor: func(context.Context) (string, error) { return "al", nil }}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -67,7 +67,7 @@ func TestConformance(t *testing.T) {
 }
 
 func conformChanges(t *testing.T, s store.Store) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 	l := newLimiter(t, s, clk)
@@ -131,7 +131,7 @@ type storeBusy struct {
 func (b *storeBusy) Transact(ctx context.Context, c store.Change) error {
 	if b.n > 0 {
 		b.n--
-		l, _ := limiter.New(b.Store, limiter.Config{Clock: clock.NewFake(epoch.Add(time.Minute))})
+		l, _ := limiter.New(b.Store, limiter.Config{Clock: clocktest.NewFake(epoch.Add(time.Minute))})
 		for _, op := range c.Ops {
 			if client, ok := strings.CutPrefix(op.PK(), ratelimit.KeyPrefix); ok {
 				if _, err := l.Take(ctx, client); err != nil {
@@ -144,7 +144,7 @@ func (b *storeBusy) Transact(ctx context.Context, c store.Change) error {
 }
 
 func conformList(t *testing.T, s store.Store) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := newLog(s, clk)
 	for i := range 30 {

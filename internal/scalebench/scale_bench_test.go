@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"net"
 	"net/http"
@@ -20,12 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
@@ -209,7 +210,7 @@ func loaded(b testing.TB, buckets int) *table {
 	start := time.Now()
 	dynamotest.PutBatch(b, moto.Config(b, server), name, items)
 	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
-	if _, _, err := levertest.Force(context.Background(), s, clock.NewFake(now), audit.NewLog(s, clock.NewFake(now), "bench"), levertest.Req{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
+	if _, _, err := levertest.Force(context.Background(), s, clocktest.NewFake(now), audit.NewLog(s, clocktest.NewFake(now), "bench"), levertest.Req{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	tables[buckets] = t
@@ -312,8 +313,8 @@ func BenchmarkReads(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("dashboard-refresh/buckets=%d", size), func(b *testing.B) {
 			s := dynamo.NewFromConfig(moto.Config(b, t.counter.url), t.name)
-			ov := breaker.NewOverrides(s, clock.NewFake(now))
-			log := audit.NewLog(s, clock.NewFake(now), "dev")
+			ov := breaker.NewOverrides(s, clocktest.NewFake(now))
+			log := audit.NewLog(s, clocktest.NewFake(now), "dev")
 			known := []string{"core-api", "openai", "postgres", "screening-sim"}
 			t.counter.reset()
 			n := 0

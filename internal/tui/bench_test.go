@@ -9,7 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -17,7 +17,7 @@ import (
 // a quarter of them mixed, one in ten forced by an override.
 func benchModel(b *testing.B, width, height int, color bool) (Model, *fakeOverrides, *fakeGauges) {
 	b.Helper()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	ov := newFakeOverrides(clk)
 	g := &fakeGauges{clock: clk, fleet: map[string][]float64{}}
 	var deps []string

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -239,7 +241,7 @@ func (a *fakeAudit) List(_ context.Context, q audit.Query) (audit.Listing, error
 // harness holds a model and its fakes.
 type harness struct {
 	t      *testing.T
-	clock  *clock.Fake
+	clock  *clocktest.Fake
 	ov     *fakeOverrides
 	gauges *fakeGauges
 	audit  *fakeAudit
@@ -250,7 +252,7 @@ type harness struct {
 // postgres mixed, core-api closed, screening-sim silent.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	h := &harness{t: t, clock: clk,
 		ov: newFakeOverrides(clk, breaker.Override{Dependency: "openai", State: breaker.OverrideStateForcedOpen,
 			Reason: "provider incident INC-142", Actor: "alice@laptop", CreatedAt: epoch.Add(-3 * time.Minute),

@@ -3,8 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/lever"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -62,7 +63,7 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := audit.NewLog(st, clk, "local")
 	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/freeze/freezetest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -28,7 +28,7 @@ func TestHeaderBannerWhileFrozen(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := audit.NewLog(st, clk, "local")
 	freezetest.Set(t, st, log, "alice@laptop", "payments failing\x1b[2J", "INC-7", epoch.Add(-time.Minute), time.Hour)
 

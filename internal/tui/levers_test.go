@@ -3,14 +3,15 @@ package tui
 import (
 	"context"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
@@ -21,7 +22,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := audit.NewLog(st, clk, "local")
 	actor := "tester@test"
 	levers := levertest.Levers(st, clk, log)

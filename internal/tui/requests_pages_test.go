@@ -17,7 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -52,7 +52,7 @@ func TestRequestsPaneReadsTheFirstPageWithoutAScan(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	c := &countingStore{Store: st}
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	log := audit.NewLog(c, clk, "local")
 	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
 	if err != nil {

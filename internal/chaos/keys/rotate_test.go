@@ -14,14 +14,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 var epoch = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 
 // seeded returns a fake on clk whose secret holds two keys, K-1 (AWSPREVIOUS)
 // and K0 (AWSCURRENT), both old enough to rotate, and K0.
-func seeded(t *testing.T, clk *clock.Fake) (*smfake.Server, chaos.Key) {
+func seeded(t *testing.T, clk *clocktest.Fake) (*smfake.Server, chaos.Key) {
 	t.Helper()
 	fake := smfake.New(t, clk)
 	fake.Create(secretID)
@@ -55,7 +55,7 @@ func (b barrier) PutSecretValue(ctx context.Context, in *secretsmanager.PutSecre
 func TestConcurrentRotationsHaveOneWinner(t *testing.T) {
 	ctx := context.Background()
 	for round := range 5 { // the SDK's scheduling varies; the outcome must not
-		clk := clock.NewFake(epoch)
+		clk := clocktest.NewFake(epoch)
 		fake, k0 := seeded(t, clk)
 		client := newSMClient(fake, 1)
 		src := keys.NewSecretsManager(client, secretID).WithPropagation(clk, 0)
@@ -130,7 +130,7 @@ func TestConcurrentRotationsHaveOneWinner(t *testing.T) {
 
 func TestRotationRefusedWhileCurrentIsYoung(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	fake := smfake.New(t, clk)
 	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(fake, 1), secretID).WithPropagation(clk, 5*time.Minute)
@@ -177,7 +177,7 @@ func TestRotationRefusedWhileCurrentIsYoung(t *testing.T) {
 
 func TestSigningKeyDuringPropagationDelay(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	fake, k0 := seeded(t, clk)
 	const delay = 5 * time.Minute
 	src := keys.NewSecretsManager(newSMClient(fake, 1), secretID).WithPropagation(clk, delay)
@@ -205,7 +205,7 @@ func TestSigningKeyDuringPropagationDelay(t *testing.T) {
 	}{
 		{0, k0}, {delay - time.Second, k0}, {delay, r.Current}, {time.Hour, r.Current},
 	} {
-		at := clock.NewFake(r.Created.Add(tc.after))
+		at := clocktest.NewFake(r.Created.Add(tc.after))
 		s := src.WithPropagation(at, delay)
 		m, err := chaos.NewMinter(s, chaos.MinterOptions{Clock: at})
 		if err != nil {
@@ -231,7 +231,7 @@ func TestSigningKeyDuringPropagationDelay(t *testing.T) {
 	}
 
 	// Without a previous key there is nothing else to sign with.
-	clk2 := clock.NewFake(epoch)
+	clk2 := clocktest.NewFake(epoch)
 	empty := smfake.New(t, clk2)
 	empty.Create(secretID)
 	src2 := keys.NewSecretsManager(newSMClient(empty, 1), secretID).WithPropagation(clk2, delay)
@@ -246,7 +246,7 @@ func TestSigningKeyDuringPropagationDelay(t *testing.T) {
 
 func TestFailedRotationLeavesNoPendingVersion(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	fake, k0 := seeded(t, clk)
 	src := keys.NewSecretsManager(newSMClient(fake, 1), secretID).WithPropagation(clk, 0)
 	before := fake.Stages(secretID)
@@ -266,7 +266,7 @@ func TestFailedRotationLeavesNoPendingVersion(t *testing.T) {
 
 func TestRotationMovedUnderneathIsAConflict(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	fake, _ := seeded(t, clk)
 	client := newSMClient(fake, 1)
 	src := keys.NewSecretsManager(client, secretID).WithPropagation(clk, 0)

@@ -19,7 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 // newSMClient is the real SDK client pointed at srv, with static
@@ -76,7 +76,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	}
 
 	// Mint with the current key through the real client.
-	clk := clock.NewFake(time.Unix(1767225600, 0))
+	clk := clocktest.NewFake(time.Unix(1767225600, 0))
 	minter, err := chaos.NewMinter(src, chaos.MinterOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

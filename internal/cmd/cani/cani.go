@@ -135,21 +135,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Action == breaker.ActionForceOpen {
 		req.Duration, req.NoExpiry = opts.For, opts.NoExpiry
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	} else if opts.BreakGlass && !unguarded {
+	if stored == nil && opts.BreakGlass && !unguarded {
 		// As the lever command answers it: there is no glass to break.
 		return approval.ErrNothingToBreak
 	}
-	d := policy.Decide(set, req)
+	d := policy.Decide(stored.Rules(), req)
 	if unguarded {
 		// As the lever service: the policy is not asked.
 		d = policy.Decision{Outcome: policy.Allow, Reason: opts.Action + " is never asked of the table's policy: it only makes the fleet safer"}
 	}
 	out := Result{Envelope: env.Envelope("PolicyDecision"), Action: opts.Action, Target: opts.Target, Actor: id.Actor,
 		Allowed: d.Outcome == policy.Allow, Decision: d.Outcome.String(), Approvals: d.Approvals,
-		Policies: slices.Concat([]string{}, d.Policies), Reason: d.Reason, Policy: stored != nil}
+		Policies: append([]string{}, d.Policies...), Reason: d.Reason, Policy: stored != nil}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {

@@ -16,9 +16,14 @@ import (
 func TestCanIAsksThePolicyAndChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	doc := clitest.Decode[cani.Result](t, e.MustRun(0, "can-i", "breaker.force-open", "openai", "-o", "json").Stdout)
+	out := e.MustRun(0, "can-i", "breaker.force-open", "openai", "-o", "json").Stdout
+	doc := clitest.Decode[cani.Result](t, out)
 	if !doc.Allowed || doc.Policy || doc.Decision != "allow" {
 		t.Errorf("without a policy: %+v", doc)
+	}
+	// No policy decided it: an empty list, not null (a script ranges over it).
+	if !strings.Contains(out, `"policies": []`) {
+		t.Errorf("without a policy, policies is not an empty list:\n%s", out)
 	}
 	// Without a policy there is no glass to break, as the lever command says.
 	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.clear", "openai", "--break-glass"); !strings.Contains(r.Stderr, "nothing needs breaking") {

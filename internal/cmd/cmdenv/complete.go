@@ -1,6 +1,7 @@
 package cmdenv
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,12 +23,7 @@ func CompleteContexts(f *Factory) cobra.CompletionFunc {
 // leaving out those already on the command line (no store or network access).
 func CompleteDependencies(f *Factory) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		file, err := f.Config()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		name, _ := f.SelectContext(file)
-		c, err := file.Context(name)
+		_, c, err := f.SelectedContext()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -36,13 +32,9 @@ func CompleteDependencies(f *Factory) cobra.CompletionFunc {
 }
 
 func filter(names []string, prefix string, exclude []string) []cobra.Completion {
-	skip := map[string]bool{}
-	for _, a := range exclude {
-		skip[a] = true
-	}
 	var out []cobra.Completion
 	for _, n := range names {
-		if strings.HasPrefix(n, prefix) && !skip[n] {
+		if strings.HasPrefix(n, prefix) && !slices.Contains(exclude, n) {
 			out = append(out, n)
 		}
 	}

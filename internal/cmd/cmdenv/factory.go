@@ -238,6 +238,19 @@ func (f *Factory) SelectContext(file *config.File) (string, ContextSource) {
 	return file.Current(), ContextFromDefault
 }
 
+// SelectedContext is the context a command acts on ([Factory.SelectContext])
+// and its name, read from the config file alone (no store, no credentials):
+// the config's error, or the context's ([config.File.Context]).
+func (f *Factory) SelectedContext() (string, *config.Context, error) {
+	file, err := f.Config()
+	if err != nil {
+		return "", nil, err
+	}
+	name, _ := f.SelectContext(file)
+	c, err := file.Context(name)
+	return name, c, err
+}
+
 // Envelope is what every command's JSON result starts with: its kind, and
 // the context and store it acted on.
 type Envelope struct {

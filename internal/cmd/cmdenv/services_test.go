@@ -2,20 +2,21 @@ package cmdenv_test
 
 import (
 	"context"
-	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -110,7 +111,7 @@ func TestTargets(t *testing.T) {
 
 // An Env builds each domain service once, on its clock.
 func TestEnvBuildsEachServiceOnce(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	st := sqlitetest.NewStore(t)
 	env := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: st, Clock: clk, Actor: func(context.Context) (string, error) { return "al", nil }}
 	env.Kinds = builtin.For(st, clk, env.Name, env.Context)

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
@@ -163,7 +163,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 
 // nextRefresh moves clk one refresh interval on, once the dashboard waits on
 // it (its refresh timer and its one-second countdown timer).
-func nextRefresh(t *testing.T, clk *clock.Fake, interval time.Duration) {
+func nextRefresh(t *testing.T, clk *clocktest.Fake, interval time.Duration) {
 	t.Helper()
 	wait.Until(t, "the dashboard to wait on its timers", func() bool { return clk.Waiters() >= 2 })
 	clk.Advance(interval)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
-	kclock "github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/freeze/status"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -187,7 +187,7 @@ func TestFreezeWaitOnTheSandboxStopsChaosUntilLifted(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	// The fleet's request deadlines are real timers set from its clock:
 	// the CLI's fake clock starts at the real time, so they are ahead.
-	e.Clock = kclock.NewFake(time.Now())
+	e.Clock = clocktest.NewFake(time.Now())
 	sign := func() string {
 		return strings.TrimSpace(e.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error", "-o", "value").Stdout)
 	}
@@ -232,7 +232,7 @@ func TestFreezeWaitOnTheSandboxStopsChaosUntilLifted(t *testing.T) {
 func TestFreezeLiftWaitNamesTheInstanceThatDoesNotObey(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	e.Clock = kclock.NewFake(time.Now())
+	e.Clock = clocktest.NewFake(time.Now())
 	e.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error") // the local key
 	fl := startFleet(t, e)
 	url := fl.base + sandbox.PathMetrics
@@ -263,7 +263,7 @@ func TestFreezeLiftWaitNamesTheInstanceThatDoesNotObey(t *testing.T) {
 func TestFreezeWaitNamesTheInstanceThatIgnoresTheStore(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	e.Clock = kclock.NewFake(time.Now())
+	e.Clock = clocktest.NewFake(time.Now())
 	e.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error") // the local key
 	fl := startFleet(t, e, 3)
 	r := fl.run(t, e, "freeze", "--reason", "test", "--ref", "INC-1", "--wait", "--metrics-url", fl.base+sandbox.PathMetrics)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"github.com/kosha-platform/koshactl/internal/config"
@@ -27,7 +27,7 @@ func TestLiveRatesStartsTheReadOnPrometheus(t *testing.T) {
 		fmt.Fprint(w, "# TYPE kosha_tool_calls_total counter\nkosha_tool_calls_total{outcome=\"ok\",tool=\"screen_entity\"} 1\n")
 	}))
 	t.Cleanup(srv.Close)
-	env := &cmdenv.Env{Name: "local", Clock: clock.NewFake(time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)),
+	env := &cmdenv.Env{Name: "local", Clock: clocktest.NewFake(time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)),
 		Context: &config.Context{Metrics: config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: srv.URL + "/metrics"}}}}
 	env.Impact = gaugeenv.Assessor(env, "")
 	src, err := gaugeenv.LiveRates(t.Context(), env, "")
@@ -50,7 +50,7 @@ func TestLiveRatesStartsTheReadOnPrometheus(t *testing.T) {
 func TestTheDashboardsImpactReadsWhatItsGaugesRead(t *testing.T) {
 	t.Parallel()
 	local := func() *cmdenv.Env {
-		return &cmdenv.Env{Name: "local", Clock: clock.NewFake(time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)), Context: config.BuiltinLocal()}
+		return &cmdenv.Env{Name: "local", Clock: clocktest.NewFake(time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)), Context: config.BuiltinLocal()}
 	}
 	cli := local()
 	cli.Impact = gaugeenv.Assessor(cli, "")

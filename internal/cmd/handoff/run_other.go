@@ -17,10 +17,7 @@ func run(path string, argv, env []string) error {
 	cmd := exec.Command(path, argv[1:]...) //nolint:gosec // G204: the full program beside this one, with the user's own arguments
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = os.Stdin, os.Stdout, os.Stderr, env
 	signal.Ignore(os.Interrupt)
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("run %s: %w", path, err)
-	}
-	err := cmd.Wait()
+	err := cmd.Run() // a failure to start is no exit code: said below
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):

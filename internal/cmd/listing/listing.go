@@ -28,14 +28,12 @@ func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Proble
 	if len(problems) == 0 {
 		return nil
 	}
+	where := `listed under "unreadable"`
 	if format == cmdutil.FormatTable {
+		where = "listed on stderr"
 		for _, p := range problems {
 			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
-	}
-	where := "listed on stderr"
-	if format != cmdutil.FormatTable {
-		where = `listed under "unreadable"`
 	}
 	return PartialListing(problems, noun, where, fix)
 }
@@ -144,35 +142,30 @@ func (s *Stream[T]) Add(item T) error {
 // then footer on stderr when set ("showing 50 of 70 buckets"). It returns
 // the partial-listing error (exit 10) when problems is not empty.
 func (s *Stream[T]) End(doc any, footer string, problems []store.Problem) error {
-	partial := func() error { return Unreadable(s.ios, s.spec.Format, problems, s.spec.Noun, s.spec.Fix) }
 	switch {
+	case s.table != nil && s.table.Rows() == 0:
+		fmt.Fprintln(s.ios.Out, s.spec.None)
 	case s.table != nil:
-		if s.table.Rows() == 0 {
-			fmt.Fprintln(s.ios.Out, s.spec.None)
-			return partial()
-		}
 		if err := s.table.Flush(); err != nil {
 			return err
 		}
 		if footer != "" {
 			fmt.Fprintln(s.ios.ErrOut, footer)
 		}
-		return partial()
 	case s.doc != nil:
 		if err := s.doc.End(doc); err != nil {
 			return err
 		}
-		return partial()
+	default: // --jq: the whole document, its list filled.
+		whole, err := withList(doc, s.spec.Key, s.held)
+		if err != nil {
+			return err
+		}
+		if err := cmdutil.PrintStructured(s.ios.Out, s.spec.Format, whole); err != nil {
+			return err
+		}
 	}
-	// --jq: the whole document, its list filled.
-	whole, err := withList(doc, s.spec.Key, s.held)
-	if err != nil {
-		return err
-	}
-	if err := cmdutil.PrintStructured(s.ios.Out, s.spec.Format, whole); err != nil {
-		return err
-	}
-	return partial()
+	return Unreadable(s.ios, s.spec.Format, problems, s.spec.Noun, s.spec.Fix)
 }
 
 // withList is doc, as a JSON object, with its field key set to items.
@@ -187,10 +180,7 @@ func withList(doc any, key string, items []any) (map[string]any, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("encode output: %w", err)
 	}
-	if items == nil {
-		items = []any{}
-	}
-	m[key] = items
+	m[key] = append([]any{}, items...)
 	return m, nil
 }
 

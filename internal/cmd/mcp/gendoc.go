@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,11 +29,7 @@ func ToolsDoc(tools Toolset, kinds *lever.Registry) string {
 			kind = "proposal: makes a change request, changes nothing"
 		}
 		fmt.Fprintf(&b, "### `%s`: %s\n\n%s\n\n*%s*\n\n", t.Name, t.Title, t.Description, kind)
-		names := make([]string, 0, len(t.Input.Properties))
-		for name := range t.Input.Properties {
-			names = append(names, name)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(t.Input.Properties))
 		if len(names) == 0 {
 			b.WriteString("No arguments.\n\n")
 			continue

@@ -178,7 +178,9 @@ func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpse
 		_ = ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: route(mcpserver.Handler(srv, token, lim)), ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux() // the MCP endpoint at /mcp and nothing else
+	mux.Handle("/mcp", mcpserver.Handler(srv, token, lim))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	if opts.AddrFile != "" {
 		if err := fsutil.WriteFile(ctx, opts.AddrFile, []byte(url+"\n"), 0o600); err != nil {
 			_ = ln.Close()
@@ -215,13 +217,6 @@ func sessionLimits(opts *Options, env *cmdenv.Env) (sessions.Limits, error) {
 		lim.Idle = opts.SessionIdle
 	}
 	return lim, nil
-}
-
-// route serves the MCP endpoint at /mcp and nothing else.
-func route(h http.Handler) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	return mux
 }
 
 // readToken reads the bearer token from --token-file or the variable

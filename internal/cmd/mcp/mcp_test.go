@@ -3,9 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -17,10 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
@@ -83,7 +84,7 @@ type rig struct {
 	st      *counting
 	scrapes atomic.Int64
 	fleet   *sandbox.Server
-	clk     *clock.Fake
+	clk     *clocktest.Fake
 	errOut  *syncbuf.Buffer
 }
 
@@ -95,7 +96,7 @@ func newRig(t *testing.T, readOnly bool) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	r := &rig{st: &counting{s: s}, clk: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)), errOut: &syncbuf.Buffer{}}
+	r := &rig{st: &counting{s: s}, clk: clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)), errOut: &syncbuf.Buffer{}}
 	cfg := sandbox.DefaultConfig()
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
 	r.fleet, err = sandbox.New(cfg, sandbox.Deps{Store: s, Clock: r.clk, Logger: slog.New(slog.DiscardHandler), ContextName: "local"})

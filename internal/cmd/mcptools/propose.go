@@ -133,8 +133,7 @@ func argsOf(pr lever.Proposal, raw json.RawMessage) (lever.Args, error) {
 		return lever.Args{}, errors.New("want a JSON object")
 	}
 	a := lever.Args{Params: map[string]any{}}
-	names := slices.Sorted(maps.Keys(m))
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		v := m[name]
 		var err error
 		switch name {
@@ -161,7 +160,7 @@ func argsOf(pr lever.Proposal, raw json.RawMessage) (lever.Args, error) {
 			return lever.Args{}, err
 		}
 	}
-	for _, name := range append([]string{pr.Targets, lever.ReasonArg}, requiredParams(pr)...) {
+	for _, name := range schemaOf(pr).Required {
 		if _, ok := m[name]; !ok {
 			return lever.Args{}, fmt.Errorf("%s is required", name)
 		}
@@ -180,17 +179,6 @@ func ofType(v any, t lever.ParamType) bool {
 		return t == lever.ParamBool
 	}
 	return false
-}
-
-// requiredParams are the names of pr's required params.
-func requiredParams(pr lever.Proposal) []string {
-	var out []string
-	for _, q := range pr.Params {
-		if q.Required {
-			out = append(out, q.Name)
-		}
-	}
-	return out
 }
 
 // proposeArgs proposes the change of kind's action an agent's arguments

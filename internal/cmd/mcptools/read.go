@@ -2,6 +2,7 @@ package mcptools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -162,10 +163,7 @@ func (r reader) buckets(ctx context.Context, a bucketListArgs) (mcpserver.Output
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
-	sort := a.Sort
-	if sort == "" {
-		sort = string(ratelimit.SortClient)
-	}
+	sort := cmp.Or(a.Sort, string(ratelimit.SortClient))
 	doc, _, _, err := rllist.Read(ctx, r.f, &rllist.Options{Throttled: a.Throttled, Sort: sort, Limit: limit, MaxReadUnits: rllist.DefaultMaxReadUnits})
 	if err != nil {
 		return mcpserver.Output{}, err

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
@@ -193,7 +193,7 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	clk := clock.NewFake(clitest.Epoch.Add(30 * time.Second))
+	clk := clocktest.NewFake(clitest.Epoch.Add(30 * time.Second))
 	l, err := limiter.New(s, limiter.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)

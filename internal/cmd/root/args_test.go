@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -30,7 +31,7 @@ func groups(t *testing.T) map[string]string {
 			walk(sub)
 		}
 	}
-	walk(root.NewCmd(factory.NewWith(ios, clock.NewFake(clock.Real{}.Now())), &started))
+	walk(root.NewCmd(factory.NewWith(ios, clocktest.NewFake(clock.Real{}.Now())), &started))
 	if len(out) < 8 {
 		t.Fatalf("found only %d command groups: %v", len(out), out)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -54,7 +55,7 @@ func TestTheFrontHandsOverWhatItDoesNotLink(t *testing.T) {
 		{args: []string{"breakr", "list"}, handed: true},
 	} {
 		ios, _, _, _ := iostreams.Test()
-		f := base.NewWith(ios, clock.NewFake(clock.Real{}.Now()), base.WithEnviron(environ))
+		f := base.NewWith(ios, clocktest.NewFake(clock.Real{}.Now()), base.WithEnviron(environ))
 		var handed []string
 		f.HandOff = func(args []string) error { handed = args; return nil }
 		code := root.Run(context.Background(), f, tc.args)
@@ -72,7 +73,7 @@ func TestTheFrontHandsOverWhatItDoesNotLink(t *testing.T) {
 func TestTheFrontWithoutTheFullProgram(t *testing.T) {
 	t.Parallel()
 	ios, _, _, errOut := iostreams.Test()
-	f := base.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
+	f := base.NewWith(ios, clocktest.NewFake(clock.Real{}.Now()))
 	f.HandOff = func([]string) error {
 		return errors.New("koshactl mcp needs koshactl-full: it is not installed beside koshactl: install both programs")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
@@ -29,7 +30,7 @@ func runWhole(t *testing.T, args ...string) (code int, stdout, stderr string) {
 func runWith(t *testing.T, runner func(context.Context, *cmdenv.Factory, []string) int, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
-	f := factory.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
+	f := factory.NewWith(ios, clocktest.NewFake(clock.Real{}.Now()))
 	code = runner(context.Background(), f, args)
 	return code, out.String(), errOut.String()
 }
@@ -120,7 +121,7 @@ func TestOnRunOnlyWhenACommandRuns(t *testing.T) {
 		{[]string{"breaker", "get"}, 0}, // no DEPENDENCY: a usage error
 	} {
 		ios, _, _, _ := iostreams.Test()
-		f := factory.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
+		f := factory.NewWith(ios, clocktest.NewFake(clock.Real{}.Now()))
 		calls := 0
 		f.OnRun = func() { calls++ }
 		root.Run(context.Background(), f, tc.args)

@@ -366,12 +366,8 @@ func handOff(f *cmdenv.Factory, c *cobra.Command, args []string) error {
 	if slices.Contains(storeFree, top.Name()) {
 		return nil
 	}
-	file, err := f.Config()
-	if err != nil {
-		return nil // the command reports it
-	}
-	name, _ := f.SelectContext(file)
-	if ctx, err := file.Context(name); err == nil && ctx.IsLocal() {
+	// A config or context that cannot be read is the command's to report.
+	if _, ctx, err := f.SelectedContext(); err == nil && ctx.IsLocal() {
 		return reportHandOff(f.HandOff(args))
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -45,7 +46,7 @@ func TestGlobalOutputFlags(t *testing.T) {
 			ios, _, _, errOut := iostreams.Test()
 			ios.SetStdoutTTY(true)
 			ios.SetColorEnabled(true)
-			f := factory.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
+			f := factory.NewWith(ios, clocktest.NewFake(clock.Real{}.Now()))
 			if code := root.Run(context.Background(), f, tc.args); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}

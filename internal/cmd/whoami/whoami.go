@@ -95,10 +95,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	_, src := f.SelectContext(file)
 	actor := policy.Actor{ARN: id.Actor, Verified: id.Verified()}
 	out := Result{Envelope: env.Envelope("Identity"), Actor: id.Actor, Source: id.Source, Verified: id.Verified(), UserID: id.UserID,
-		Account: actor.Account(), Roles: actor.Roles(), ContextSource: src, Note: note(env, id)}
-	if out.Roles == nil {
-		out.Roles = []string{}
-	}
+		Account: actor.Account(), Roles: append([]string{}, actor.Roles()...), ContextSource: src, Note: note(env, id)}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, opts.Output, out)

@@ -22,7 +22,11 @@ func TestWhoamiOnTheLocalContext(t *testing.T) {
 			t.Errorf("whoami lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	doc := clitest.Decode[whoami.Result](t, e.MustRun(0, "whoami", "-o", "json").Stdout)
+	out := e.MustRun(0, "whoami", "-o", "json").Stdout
+	if !strings.Contains(out, `"roles": []`) {
+		t.Errorf("whoami -o json in no role: want \"roles\": [], a list a script can iterate, not null:\n%s", out)
+	}
+	doc := clitest.Decode[whoami.Result](t, out)
 	if doc.Kind != "Identity" || doc.Verified || doc.Source != "unverified" || len(doc.Roles) != 0 || doc.Context != "local" || doc.ContextSource != "default" {
 		t.Errorf("whoami -o json: %+v", doc)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 // fakeSource is a ForceSource whose answer the test sets.
@@ -59,7 +59,7 @@ func (s *fakeSource) reads() int {
 	return s.calls
 }
 
-func newWatched(t *testing.T, ws WatcherSettings) (*Breaker, *ForceWatcher, *fakeSource, *clock.Fake, *observer) {
+func newWatched(t *testing.T, ws WatcherSettings) (*Breaker, *ForceWatcher, *fakeSource, *clocktest.Fake, *observer) {
 	t.Helper()
 	b, clk, obs := newTest(t, Settings{Name: "core-api", WindowSize: 2, OpenDuration: time.Second})
 	src := &fakeSource{}

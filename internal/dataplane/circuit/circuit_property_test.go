@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 // model drives a breaker with a byte-coded sequence of operations and checks
@@ -19,13 +19,13 @@ import (
 type model struct {
 	t        *testing.T
 	b        *Breaker
-	clk      *clock.Fake
+	clk      *clocktest.Fake
 	held     []Permit
 	maxProbe int
 }
 
 func newModel(t *testing.T) *model {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	b, err := New(Settings{
 		Name: "prop", WindowSize: 4, MinCalls: 2, OpenDuration: time.Second,
 		Clock: clk, Logger: slog.New(slog.DiscardHandler),
@@ -144,7 +144,7 @@ func FuzzBreaker(f *testing.F) {
 // time advances and the override flips, and checks that no more than three
 // half-open probes ever run at once and that the state stays within 0..3.
 func TestPropertyConcurrentProbes(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	b, err := New(Settings{Name: "race", WindowSize: 4, MinCalls: 2, OpenDuration: time.Millisecond,
 		Clock: clk, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -67,9 +67,9 @@ func (o *observer) reasons() []Reason {
 }
 
 // newTest builds a breaker on a fake clock with an observer attached.
-func newTest(t *testing.T, s Settings) (*Breaker, *clock.Fake, *observer) {
+func newTest(t *testing.T, s Settings) (*Breaker, *clocktest.Fake, *observer) {
 	t.Helper()
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	obs := &observer{}
 	s.Clock = clk
 	s.Gauge = obs
@@ -428,17 +428,17 @@ func TestLateOutcomesFromOldGenerationsAreIgnored(t *testing.T) {
 }
 
 func TestForcedOpenFromEveryState(t *testing.T) {
-	setups := map[State]func(t *testing.T, b *Breaker, clk *clock.Fake){
-		Closed: func(t *testing.T, b *Breaker, clk *clock.Fake) { feed(t, b, "F") },
-		Open:   func(t *testing.T, b *Breaker, clk *clock.Fake) { feed(t, b, "FF") },
-		HalfOpen: func(t *testing.T, b *Breaker, clk *clock.Fake) {
+	setups := map[State]func(t *testing.T, b *Breaker, clk *clocktest.Fake){
+		Closed: func(t *testing.T, b *Breaker, clk *clocktest.Fake) { feed(t, b, "F") },
+		Open:   func(t *testing.T, b *Breaker, clk *clocktest.Fake) { feed(t, b, "FF") },
+		HalfOpen: func(t *testing.T, b *Breaker, clk *clocktest.Fake) {
 			feed(t, b, "FF")
 			clk.Advance(time.Second)
 			if _, err := b.Allow(); err != nil {
 				t.Fatal(err)
 			}
 		},
-		ForcedOpen: func(t *testing.T, b *Breaker, clk *clock.Fake) { b.ForceOpen() },
+		ForcedOpen: func(t *testing.T, b *Breaker, clk *clocktest.Fake) { b.ForceOpen() },
 	}
 	for _, from := range []State{Closed, HalfOpen, Open, ForcedOpen} {
 		t.Run(from.String(), func(t *testing.T) {

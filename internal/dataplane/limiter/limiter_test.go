@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -20,7 +20,7 @@ func TestTakeSequential(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
-			clk := clock.NewFake(epoch)
+			clk := clocktest.NewFake(epoch)
 			l := newLimiter(t, s, v, clk)
 
 			d := take(t, l, "alice")
@@ -82,7 +82,7 @@ func TestTakeDeniedWritesNothing(t *testing.T) {
 	for _, v := range variants {
 		s := ratelimittest.NewMemStore()
 		s.Set(ratelimit.Bucket{Client: "c", Tokens: 0.2, UpdatedAtMs: t0}.Item())
-		l := newLimiter(t, s, v, clock.NewFake(epoch.Add(100*time.Millisecond)))
+		l := newLimiter(t, s, v, clocktest.NewFake(epoch.Add(100*time.Millisecond)))
 		d := take(t, l, "c")
 		if d.Allowed || d.RetryAfter != 700*time.Millisecond {
 			t.Errorf("%s: %+v", v, d)
@@ -96,7 +96,7 @@ func TestTakeDeniedWritesNothing(t *testing.T) {
 func TestTakeCustomLimits(t *testing.T) {
 	t.Parallel()
 	s := ratelimittest.NewMemStore()
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	l, err := limiter.New(s, limiter.Config{Limits: ratelimit.Limits{Capacity: 2, RefillPerSecond: 4}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
 			t.Run(v.String()+"/"+name, func(t *testing.T) {
 				s := ratelimittest.NewMemStore()
 				setup(s)
-				d := take(t, newLimiter(t, s, v, clock.NewFake(epoch)), "c")
+				d := take(t, newLimiter(t, s, v, clocktest.NewFake(epoch)), "c")
 				if !d.Allowed || !d.FailOpen || d.Outcome != limiter.OutcomeFailOpenError || d.Cause == nil {
 					t.Fatalf("decision: %+v", d)
 				}
@@ -149,7 +149,7 @@ func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
 func TestTakeErrors(t *testing.T) {
 	t.Parallel()
 	s := ratelimittest.NewMemStore()
-	l := newLimiter(t, s, variantFixed, clock.NewFake(epoch))
+	l := newLimiter(t, s, variantFixed, clocktest.NewFake(epoch))
 	if _, err := l.Take(context.Background(), "bad id"); !errors.Is(err, ratelimit.ErrInvalidClient) {
 		t.Errorf("bad id: %v", err)
 	}
@@ -176,7 +176,7 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 		counts[client+"/"+d.Outcome.String()]++
 		mu.Unlock()
 	})
-	l, err := limiter.New(s, limiter.Config{Limits: ratelimit.Limits{Capacity: 2}, Clock: clock.NewFake(epoch), Observer: obs})
+	l, err := limiter.New(s, limiter.Config{Limits: ratelimit.Limits{Capacity: 2}, Clock: clocktest.NewFake(epoch), Observer: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestFixedUsesCurrentFromRefusal(t *testing.T) {
 		// Another taker writes between our read and our write, once.
 		s.Set(ratelimit.Bucket{Client: "c", Tokens: 9, UpdatedAtMs: t0 + 1}.Item())
 	}}
-	d := take(t, newLimiter(t, inner, variantFixed, clock.NewFake(epoch)), "c")
+	d := take(t, newLimiter(t, inner, variantFixed, clocktest.NewFake(epoch)), "c")
 	if !d.Allowed || d.CASRetries != 1 || d.Remaining != 8 {
 		t.Fatalf("decision: %+v", d)
 	}

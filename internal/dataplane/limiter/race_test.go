@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -115,7 +116,7 @@ func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
 			s.Set(ratelimit.Bucket{Client: "c", Tokens: 1, UpdatedAtMs: t0}.Item())
-			clk := clock.NewFake(epoch) // the same millisecond as the last write
+			clk := clocktest.NewFake(epoch) // the same millisecond as the last write
 			ga, gb := gated(s), gated(s)
 			a := start(t, newLimiter(t, ga, v, clk), "c")
 			b := start(t, newLimiter(t, gb, v, clk), "c")
@@ -142,7 +143,7 @@ func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
 			s.Set(ratelimit.Bucket{Client: "c", Tokens: 3, UpdatedAtMs: t0}.Item())
-			lagging := newLimiter(t, s, v, clock.NewFake(epoch.Add(-5*time.Second)))
+			lagging := newLimiter(t, s, v, clocktest.NewFake(epoch.Add(-5*time.Second)))
 			d := take(t, lagging, "c")
 			b := ratelimittest.Stored(t, s, "c")
 			switch v {
@@ -179,8 +180,8 @@ func TestFlaw2SkewBringsBackAReadValue(t *testing.T) {
 			s := ratelimittest.NewMemStore()
 			// 5 tokens a second ago; two nodes' clocks lag one second.
 			s.Set(ratelimit.Bucket{Client: "c", Tokens: 5, UpdatedAtMs: t0 - 1000}.Item())
-			accurate := clock.NewFake(epoch)
-			lagging := clock.NewFake(epoch.Add(-time.Second))
+			accurate := clocktest.NewFake(epoch)
+			lagging := clocktest.NewFake(epoch.Add(-time.Second))
 			const ideal = 6 // 5 + 1 s of refill
 
 			g := gated(s)
@@ -204,7 +205,7 @@ func TestFlaw3FailOpenOnContention(t *testing.T) {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
 			s.Set(ratelimit.Bucket{Client: "c", Tokens: 4, UpdatedAtMs: t0}.Item())
-			clk := clock.NewFake(epoch)
+			clk := clocktest.NewFake(epoch)
 			other := newLimiter(t, s, v, clk)
 			otherAdmitted := 0
 			g := gated(s)
@@ -239,7 +240,7 @@ func TestFlaw4ConcurrentFirstCreation(t *testing.T) {
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
-			clk := clock.NewFake(epoch)
+			clk := clocktest.NewFake(epoch)
 			ga, gb := gated(s), gated(s)
 			a := start(t, newLimiter(t, ga, v, clk), "c")
 			b := start(t, newLimiter(t, gb, v, clk), "c")
@@ -329,7 +330,7 @@ func raceOnStore(t *testing.T, open func(t *testing.T) limiter.BucketStore) {
 		t.Run(tc.name+"/frozen-clock", func(t *testing.T) {
 			for _, v := range variants {
 				s := open(t)
-				admitted, outcomes := hammer(t, s, v, clock.NewFake(epoch), "hot", tc.k, tc.n)
+				admitted, outcomes := hammer(t, s, v, clocktest.NewFake(epoch), "hot", tc.k, tc.n)
 				t.Logf("%s: %d takers x %d: admitted %d of ideal %d; outcomes %v", v, tc.k, tc.n, admitted, ratelimit.DefaultCapacity, outcomes)
 				if v == variantFixed {
 					if admitted > ratelimit.DefaultCapacity {
@@ -364,7 +365,7 @@ func TestRaceMemStore(t *testing.T) {
 
 func ExampleLimiter_Take() {
 	s := ratelimittest.NewMemStore()
-	lim, _ := limiter.New(s, limiter.Config{Clock: clock.NewFake(epoch)})
+	lim, _ := limiter.New(s, limiter.Config{Clock: clocktest.NewFake(epoch)})
 	for range 21 {
 		d, err := lim.Take(context.Background(), "client-42")
 		if err != nil {

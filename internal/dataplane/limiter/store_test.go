@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -47,7 +47,7 @@ func TestConformance(t *testing.T) {
 
 func conformTake(t *testing.T, s store.Store) {
 	for _, v := range variants {
-		clk := clock.NewFake(epoch)
+		clk := clocktest.NewFake(epoch)
 		l := newLimiter(t, s, v, clk)
 		client := "take-" + v.String()
 		if d := take(t, l, client); !d.Allowed || d.Remaining != 19 {
@@ -88,7 +88,7 @@ func conformTake(t *testing.T, s store.Store) {
 // and the other way round: the fix keeps the contract's attributes and
 // meaning.
 func conformMixedVariants(t *testing.T, s store.Store) {
-	clk := clock.NewFake(epoch)
+	clk := clocktest.NewFake(epoch)
 	fixed := newLimiter(t, s, variantFixed, clk)
 	lld := newLimiter(t, s, variantLLD, clk)
 	admitted := 0

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -185,7 +185,7 @@ func bucketCases() []bucketVector {
 func runTake(t *testing.T, vec *bucketVector, va variant, it store.Item) takeResult {
 	rec := &recorder{item: it, t: t}
 	l, err := newTaker(rec, va, limiter.Config{Limits: ratelimit.Limits{Capacity: vec.Capacity, RefillPerSecond: vec.RefillPerSecond},
-		Clock: clock.NewFake(time.UnixMilli(vec.NowMs))})
+		Clock: clocktest.NewFake(time.UnixMilli(vec.NowMs))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ type Options struct {
 	// deadlines and timers (attempt timeouts, backoff sleeps, bulkhead waits)
 	// are the runtime's, so a policy's clock must read the runtime's time:
 	// the wall clock, or inside a testing/synctest bubble the bubble's. A
-	// clock.Fake suits the breaker and the override cache on their own.
+	// clocktest.Fake suits the breaker and the override cache on their own.
 	Clock clock.Clock
 	// Logger receives the layers' structured events. Nil means
 	// slog.Default().

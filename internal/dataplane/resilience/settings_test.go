@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 )
 
@@ -170,7 +170,7 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestRegistryWatchesOverrides(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	var mu sync.Mutex
 	forced := map[string]bool{OpenAI: true}
 	reads := map[string]int{}

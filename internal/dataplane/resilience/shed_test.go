@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 )
 
@@ -104,7 +105,7 @@ func openBreaker(t *testing.T, b *circuit.Breaker) {
 }
 
 func TestStartTool(t *testing.T) {
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	shed := NewLoadShedder(64, clk)
 	ctxWith := func(remaining time.Duration) (context.Context, context.CancelFunc) {
 		return context.WithDeadline(context.Background(), clk.Now().Add(remaining))

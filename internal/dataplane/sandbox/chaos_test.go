@@ -11,7 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -87,7 +87,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 	now := time.Now()
 	valid := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
 	badSig := badSignature(valid)
-	expired := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clock.NewFake(now.Add(-20*time.Minute)))
+	expired := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clocktest.NewFake(now.Add(-20*time.Minute)))
 	tooLong, err := chaostest.Sign(h.key, chaos.Fields{Target: chaos.TargetScreeningSim, Fault: chaos.FaultError, P: chaos.ProbOne,
 		Exp: now.Add(20 * time.Minute).Unix(), JTI: "cap-test-0123456789abcdef"})
 	if err != nil {
@@ -177,7 +177,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	// The sandbox's clock stands still while the headers arrive, so all of
 	// them fall in one audit interval however slowly the machine runs; the
 	// test then ends the interval itself.
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	h := start(t, cfg, func(d *sandbox.Deps) { d.Clock = clk })
 	hdr := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clk)
 	const flood = 40

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
@@ -103,7 +103,7 @@ func TestSimLatencyDistribution(t *testing.T) {
 func TestSimOutagesAndRates(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	var seen []string
 	sim := sandbox.NewSim(sandbox.OpenAI, sandbox.DownstreamProfile{Outages: []sandbox.Outage{
 		{Every: time.Minute, For: 10 * time.Second, Offset: 20 * time.Second, Fault: chaos.FaultError}}}, clk, start,
@@ -139,7 +139,7 @@ func TestSimOutagesAndRates(t *testing.T) {
 func TestSimKnobExpires(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	sim := sandbox.NewSim(sandbox.ScreeningSim, sandbox.DownstreamProfile{}, clk, start, nil)
 	if err := sim.SetKnob(sandbox.Knob{Fault: chaos.FaultError, P: 1, Until: start.Add(time.Minute)}); err != nil {
 		t.Fatal(err)

@@ -5,16 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
@@ -27,7 +28,7 @@ import (
 // after one refresh period, never before.
 func TestOverridePropagationBound(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	st := memstore.New()
 	cfg := sandbox.DefaultConfig() // LLD time: refresh 5 s
 	cfg.Instances = 8

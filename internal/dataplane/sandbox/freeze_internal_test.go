@@ -10,7 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/freeze"
@@ -65,7 +65,7 @@ var _ store.BatchGetter = (*countingStore)(nil)
 // older than freeze.MaxReadAge.
 func TestFreezeReadingOnAClock(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	st := &countingStore{Store: memstore.New()}
 	log := audit.NewLog(st.Store, clk, "test")
 	const refresh = 5 * time.Second
@@ -160,7 +160,7 @@ func TestFreezeReadingOnAClock(t *testing.T) {
 // newer one's.
 func TestControlReaderKeepsTheNewestRead(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	cr := newControlReader(memstore.New(), clk, slog.New(slog.DiscardHandler), time.Second, "gw-1", nil)
 	frozen := freeze.Freeze{Actor: "a", Reason: "r", SetAt: t0, Version: 1}
 	cr.observe(nil, t0.Add(time.Second))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/freeze/freezetest"
@@ -122,7 +122,7 @@ func TestFreezeStopsChaosFleetWide(t *testing.T) {
 	}
 	// Minted after the lift (the next whole second: chaos sign waits for
 	// it, freeze.CheckMint), honoured at once on every instance.
-	after := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clock.NewFake(lifted.LiftedAt.Truncate(time.Second).Add(time.Second)))
+	after := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clocktest.NewFake(lifted.LiftedAt.Truncate(time.Second).Add(time.Second)))
 	if d := h.screenAll(n, after); d != n {
 		t.Errorf("after the lift, %d of %d calls with a header minted after it were deferred", d, n)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
@@ -30,7 +30,7 @@ func TestIdleInstancePropagatesWithinTheCachePeriod(t *testing.T) {
 	for _, change := range []string{"force", "clear"} {
 		t.Run(change, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+			clk := clocktest.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
 			st := memstore.New()
 			cfg := DefaultConfig() // the LLD's time: cache 5 s, poll 1 s
 			cfg.Instances = 1

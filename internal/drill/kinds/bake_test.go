@@ -8,7 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -19,7 +19,7 @@ import (
 // steps runs d's steps on e in the background, moving the fake clock 5 s
 // (a bake's poll) each time a step waits on it; during runs before each
 // move.
-func bakeSteps(t *testing.T, e *drilltest.Env, clk *clock.Fake, d *drill.Drill, during func(move int)) ([]drilltest.StepResult, []drilltest.UndoResult) {
+func bakeSteps(t *testing.T, e *drilltest.Env, clk *clocktest.Fake, d *drill.Drill, during func(move int)) ([]drilltest.StepResult, []drilltest.UndoResult) {
 	t.Helper()
 	type result struct {
 		steps  []drilltest.StepResult
@@ -58,7 +58,7 @@ func bakeSteps(t *testing.T, e *drilltest.Env, clk *clock.Fake, d *drill.Drill, 
 // with exit 15's error; the drill's rollback then undoes the put-back too,
 // since the lever's last write is the drill's own.
 func TestClearStepBakePutsBackAndTheRollbackUndoesIt(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
 	e := drilltest.NewEnvClock(t, clk)
 	d := drilltest.Parse(t, Builtin(), `
 name: bake
@@ -117,7 +117,7 @@ steps:
 }
 
 func TestClearStepBakeHeld(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC))
 	e := drilltest.NewEnvClock(t, clk)
 	d := drilltest.Parse(t, Builtin(), `
 name: bake

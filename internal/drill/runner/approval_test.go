@@ -2,17 +2,18 @@ package runner
 
 import (
 	"context"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
@@ -43,7 +44,7 @@ type fourEyesEnv struct {
 	*env
 	s   store.Store
 	svc *approval.Service
-	clk *clock.Fake
+	clk *clocktest.Fake
 }
 
 func newFourEyes(t *testing.T) *fourEyesEnv {
@@ -55,7 +56,7 @@ func newFourEyes(t *testing.T) *fourEyesEnv {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	e := newEnvOn(t, s)
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	text, err := os.ReadFile("../../../docs/policies/four-eyes.cedar")
 	if err != nil {
 		t.Fatal(err)

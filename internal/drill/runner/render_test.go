@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
@@ -108,7 +108,7 @@ func TestJUnitIsValidXMLWithHostileValuesShown(t *testing.T) {
 // Drill reasons are cut by characters, never inside one, and always pass
 // the one reason rule, even when a step output carries controls.
 func TestDrillReasonIsRuneSafeAndValid(t *testing.T) {
-	rc := runtime.NewRunContext(&drill.Drill{Name: "demo"}, "abc123", &runtime.Deps{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))}, nil)
+	rc := runtime.NewRunContext(&drill.Drill{Name: "demo"}, "abc123", &runtime.Deps{Clock: clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))}, nil)
 	for _, detail := range []string{strings.Repeat("é", 600), strings.Repeat("x", 497) + "日本語", "body \x1b]0;t\x07 \u202e\r"} {
 		r := rc.Reason(detail)
 		if !utf8.ValidString(r) || utf8.RuneCountInString(r) > audit.MaxReasonLen {

@@ -3,11 +3,12 @@ package runtime
 import (
 	"context"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/drill"
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/drill"
+
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -24,7 +25,7 @@ func (c *neverHolds) Check(context.Context, *RunContext) (Observation, error) {
 // of fake time passes without an hour of wall time, and the number of
 // checks follows from the fake clock alone.
 func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
-	fake := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	fake := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	rc := NewRunContext(&drill.Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
 	cond := &neverHolds{}
 	done := make(chan error, 1)

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
@@ -22,7 +22,7 @@ import (
 // fakeTime makes s wait on a fake clock that moves by each wait at once,
 // and returns how many waits it made.
 func fakeTime(s *dynamo.Store) func() int {
-	fc := clock.NewFake(time.Unix(1_800_000_000, 0))
+	fc := clocktest.NewFake(time.Unix(1_800_000_000, 0))
 	s.SetClock(fc)
 	var mu sync.Mutex
 	waits := 0

@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
@@ -422,7 +423,7 @@ func TestWritesCollectExpiredItems(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	s := open(t, path, sqlite.WithSweep(clk))
 	// A second handle without sweeping writes the items, so nothing is
 	// collected before the clock moves.
@@ -459,7 +460,7 @@ func TestSweepFollowsTheWrite(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	s := open(t, path, sqlite.WithSweep(clk))
 	put(t, open(t, path), "claim#x", start)
 	clk.Advance(2 * time.Hour)
@@ -479,7 +480,7 @@ func TestSweepIsBounded(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	s := open(t, path, sqlite.WithSweep(clk))
 	w := open(t, path)
 	ctx := context.Background()
@@ -573,7 +574,7 @@ func BenchmarkPutCollecting(b *testing.B) {
 	}{{"plain", false, false}, {"idle", true, false}, {"batch", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "kosha.db")
-			clk := clock.NewFake(start)
+			clk := clocktest.NewFake(start)
 			var opts []sqlite.Option
 			if bc.sweep {
 				opts = append(opts, sqlite.WithSweep(clk))

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
@@ -33,7 +33,7 @@ var Epoch = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 type Env struct {
 	T     testing.TB
 	Dir   string
-	Clock *clock.Fake
+	Clock *clocktest.Fake
 	// Stdin is fed to the next Run; TTY marks stdin/stdout/stderr as terminals.
 	Stdin string
 	TTY   bool
@@ -81,7 +81,7 @@ func Parallel() Option { return func(e *Env) { e.parallel = true } }
 // cannot run in parallel.
 func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{T: t, Clock: clock.NewFake(Epoch), vars: map[string]string{}, base: map[string]procVar{}}
+	e := &Env{T: t, Clock: clocktest.NewFake(Epoch), vars: map[string]string{}, base: map[string]procVar{}}
 	for _, o := range opts {
 		o(e)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 )
 
 const name = "s"
@@ -140,7 +140,7 @@ func TestVersionStageRules(t *testing.T) {
 }
 
 func TestUnlabeledVersionsArePrunedPast100(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := smfake.New(t, clk)
 	s.Create(name)
 	c := client(s)

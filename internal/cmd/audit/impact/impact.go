@@ -119,14 +119,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	out := Result{Envelope: env.Envelope("AuditImpact"), Since: since.UTC(), Until: until.UTC(), Spans: impact.History(l.Records, since, until),
-		Unreadable: l.Unreadable}
-	if out.Spans == nil {
-		out.Spans = []impact.Span{}
-	}
-	if out.Unreadable == nil {
-		out.Unreadable = []store.Problem{}
-	}
+	out := Result{Envelope: env.Envelope("AuditImpact"), Since: since.UTC(), Until: until.UTC(), Spans: append([]impact.Span{}, impact.History(l.Records, since, until)...),
+		Unreadable: listing.Problems(l.Unreadable)}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {

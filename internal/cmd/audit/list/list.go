@@ -330,13 +330,6 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Op
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
 
-func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record, now time.Time) {
-	tty := ios.IsStdoutTTY()
-	for _, r := range recs {
-		tw.Row(row(r, now, tty)...)
-	}
-}
-
 // row is a record's cells in the table.
 func row(r audit.Record, now time.Time, tty bool) []string {
 	actor := r.Actor
@@ -488,6 +481,8 @@ func printFollowed(ios *iostreams.IOStreams, format string, recs []audit.Record,
 		tw.Header(ios, tableHeaders...)
 		*headers = false
 	}
-	writeRows(tw, ios, recs, now)
+	for _, r := range recs {
+		tw.Row(row(r, now, ios.IsStdoutTTY())...)
+	}
 	return tw.Flush()
 }

@@ -127,10 +127,7 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		TimeoutSeconds: res.Timeout.Seconds(), ElapsedSeconds: res.Elapsed.Seconds(), Polls: res.Polls, Dependencies: []DependencyConvergence{}}
 	for _, cv := range res.Convergences {
 		d := DependencyConvergence{Dependency: cv.Dependency, Goal: cv.Goal, Verdict: cv.Verdict, Confirmed: cv.Verdict == metrics.Confirmed,
-			Instances: cv.Instances, InstancesConfirmed: cv.Confirmed, PerInstance: cv.PerInstance, Stragglers: cv.Stragglers, Note: cv.Note}
-		if d.Stragglers == nil {
-			d.Stragglers = []string{}
-		}
+			Instances: cv.Instances, InstancesConfirmed: cv.Confirmed, PerInstance: cv.PerInstance, Stragglers: append([]string{}, cv.Stragglers...), Note: cv.Note}
 		d.Unknown = append([]metrics.Doubt{}, cv.Unknown...)
 		if d.Confirmed {
 			s := cv.Elapsed.Seconds()
@@ -212,20 +209,14 @@ func PrintWait(w io.Writer, v *ConvergenceView) {
 			if !d.PerInstance {
 				how = fmt.Sprintf("%s by the fleet's worst and best (~%d samples)", d.Goal, d.Instances)
 			}
-			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(secondsDur(*d.TimeToConvergeSeconds)))
+			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(time.Duration(*d.TimeToConvergeSeconds*float64(time.Second))))
 			continue
 		}
-		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(describeView(d)))
+		cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
+			Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
+		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(cv.Summary()))
 	}
 }
-
-func describeView(d DependencyConvergence) string {
-	cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
-		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
-	return cv.Summary()
-}
-
-func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // progressLine rewrites one stderr line while the wait runs.
 type progressLine struct {

@@ -14,12 +14,7 @@ import (
 // config cannot be read. It is for suggestions on a name refused before
 // the context is resolved.
 func KnownOf(f *cmdenv.Factory) []string {
-	file, err := f.Config()
-	if err != nil {
-		return nil
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	_, c, err := f.SelectedContext()
 	if err != nil {
 		return nil
 	}

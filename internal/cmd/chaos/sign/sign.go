@@ -140,12 +140,7 @@ func completeTargets(f *cmdenv.Factory) []string {
 	if f.Config == nil {
 		return chaos.TargetNames(nil)
 	}
-	file, err := f.Config()
-	if err != nil {
-		return chaos.TargetNames(nil)
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	_, c, err := f.SelectedContext()
 	if err != nil || len(c.Chaos.Targets) == 0 {
 		return chaos.TargetNames(nil)
 	}

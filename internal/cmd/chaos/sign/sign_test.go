@@ -13,7 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
@@ -83,7 +83,7 @@ func (brokenStore) Describe() string { return "broken test store" }
 func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 	ios, _, out, errOut := iostreams.Test()
 	dir := t.TempDir()
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	f := &cmdenv.Factory{
 		IOStreams: ios,
 		Clock:     clk,

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,10 +146,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	skew := opts.Skew
-	if skew == 0 {
-		skew = -1 // the library's "none"; its zero means the default
-	}
+	skew := cmp.Or(opts.Skew, -1) // -1: the library's "none"; its zero means the default
 	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew, Freeze: freeze.RuleFor(ctx, env.Store)})
 	if err != nil {
 		return cmdutil.UsageError(err)
@@ -188,7 +186,7 @@ func printTable(f *cmdenv.Factory, res Result) error {
 	for _, c := range res.Checks {
 		detail := c.Reason
 		if c.Check == chaos.CheckSyntax && c.Outcome == chaos.OutcomeFail {
-			detail = "field " + fieldName(c.Field) + ": " + detail
+			detail = "field " + cmp.Or(c.Field, "(the whole value)") + ": " + detail
 		}
 		tw.Row(string(c.Check), outcomeText[c.Outcome], textsafe.OneLine(detail))
 	}
@@ -209,11 +207,4 @@ func printTable(f *cmdenv.Factory, res Result) error {
 	_, err := fmt.Fprintf(ios.Out, "checked against %s (context %q), cap %s plus %s clock-skew allowance\n",
 		res.KeySource, res.Context, res.MaxAhead, res.Skew)
 	return err
-}
-
-func fieldName(f string) string {
-	if f == "" {
-		return "(the whole value)"
-	}
-	return f
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -36,7 +36,7 @@ func factory(t *testing.T, env func(context.Context) (*cmdenv.Env, error), now t
 	if env == nil {
 		env = func(context.Context) (*cmdenv.Env, error) { t.Fatal("the report needed no context"); return nil, nil }
 	}
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	resolve := env
 	env = func(ctx context.Context) (*cmdenv.Env, error) {
 		e, err := resolve(ctx)

@@ -6,6 +6,7 @@
 package base
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,11 +111,10 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.
 			return env, nil
 		}
 		e, err := Resolve(ctx, f)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			env = e // kept once resolved; an error is asked again
 		}
-		env = e
-		return env, nil
+		return e, err
 	}
 	return f
 }
@@ -123,12 +123,7 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.
 // actor. It is exported for tools (the sandbox) that resolve a context
 // outside a command.
 func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
-	file, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	name, c, err := f.SelectedContext()
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +141,6 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
 		}
 		env.Store = s
-		env.Kinds = builtin.For(s, f.Clock, name, c)
 		setIdentity(env, localIdentity(f))
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
@@ -155,36 +149,34 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 			return awsconf.Load(ctx, debugOptions(f, awsconf.Options{HTTPTimeout: requestTimeout(f, c)}))
 		})
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
-		env.Notifier = notifier(f, env)
-		env.Impact = gaugeenv.Assessor(env, "")
-		return env, nil
+	} else {
+		if demo := f.Environ.Get(identity.DemoEnv); demo != "" {
+			return nil, fmt.Errorf("%w: $%s names %s, and context %q is not local: who acts on its table is what STS says; unset it",
+				identity.ErrDemoNotLocal, identity.DemoEnv, textsafe.Quote(demo), name)
+		}
+		d := c.Store.DynamoDB
+		awsOpts := debugOptions(f, awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
+			IMDS: d.IMDS, StaticCredentials: d.StaticCredentials, HTTPTimeout: requestTimeout(f, c)})
+		cfg, err := awsconf.Load(ctx, awsOpts)
+		if err != nil {
+			return nil, fmt.Errorf("context %q: %w", name, err)
+		}
+		ddb := dynamodb.NewFromConfig(cfg, pinEndpoint[dynamodb.Options](cfg, "DynamoDB", func(o *dynamodb.Options) **string { return &o.BaseEndpoint }))
+		env.Store = dynamo.New(ddb, d.Table)
+		// Every other client (STS, Secrets Manager, CloudWatch) is built from the
+		// same configuration: endpoint-url is one endpoint for all services, and
+		// a context's per-service endpoints are among its configuration sources.
+		env.AWSConfig = func(context.Context) (aws.Config, error) { return cfg, nil }
+		res := identityResolver(name, cfg, aws.ToString(ddb.Options().BaseEndpoint))
+		res.Getenv = f.Environ.Get
+		if d.StaticCredentials {
+			// Dummy credentials have no identity worth asking a local endpoint for.
+			res.STS = nil
+		}
+		resolved := sync.OnceValues(func() (audit.Identity, error) { return res.Resolve(ctx) })
+		setIdentity(env, func(context.Context) (audit.Identity, error) { return resolved() })
 	}
-	if demo := f.Environ.Get(identity.DemoEnv); demo != "" {
-		return nil, fmt.Errorf("%w: $%s names %s, and context %q is not local: who acts on its table is what STS says; unset it",
-			identity.ErrDemoNotLocal, identity.DemoEnv, textsafe.Quote(demo), name)
-	}
-	d := c.Store.DynamoDB
-	awsOpts := debugOptions(f, awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
-		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials, HTTPTimeout: requestTimeout(f, c)})
-	cfg, err := awsconf.Load(ctx, awsOpts)
-	if err != nil {
-		return nil, fmt.Errorf("context %q: %w", name, err)
-	}
-	ddb := dynamodb.NewFromConfig(cfg, pinEndpoint[dynamodb.Options](cfg, "DynamoDB", func(o *dynamodb.Options) **string { return &o.BaseEndpoint }))
-	env.Store = dynamo.New(ddb, d.Table)
 	env.Kinds = builtin.For(env.Store, f.Clock, name, c)
-	// Every other client (STS, Secrets Manager, CloudWatch) is built from the
-	// same configuration: endpoint-url is one endpoint for all services, and
-	// a context's per-service endpoints are among its configuration sources.
-	env.AWSConfig = func(context.Context) (aws.Config, error) { return cfg, nil }
-	res := identityResolver(name, cfg, aws.ToString(ddb.Options().BaseEndpoint))
-	res.Getenv = f.Environ.Get
-	if d.StaticCredentials {
-		// Dummy credentials have no identity worth asking a local endpoint for.
-		res.STS = nil
-	}
-	resolved := sync.OnceValues(func() (audit.Identity, error) { return res.Resolve(ctx) })
-	setIdentity(env, func(context.Context) (audit.Identity, error) { return resolved() })
 	env.Notifier = notifier(f, env)
 	env.Impact = gaugeenv.Assessor(env, "")
 	return env, nil
@@ -229,10 +221,7 @@ func identityResolver(name string, cfg aws.Config, storeEndpoint string) identit
 // requestTimeout is the bound of one AWS request: --request-timeout, else
 // the context's request-timeout, else zero (awsconf's default).
 func requestTimeout(f *cmdenv.Factory, c *config.Context) time.Duration {
-	if f.RequestTimeout != 0 {
-		return f.RequestTimeout
-	}
-	return c.RequestTimeout.Std()
+	return cmp.Or(f.RequestTimeout, c.RequestTimeout.Std())
 }
 
 // debugOptions turns on awsconf's operation log on stderr under --debug.

@@ -3,6 +3,7 @@ package base
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/awsconf"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -18,7 +19,7 @@ import (
 )
 
 func TestEndpointServicesAgree(t *testing.T) {
-	if got := awsconf.ServiceNames(); !slices.Equal(got, config.EndpointServices) {
+	if got := slices.Sorted(maps.Keys(awsconf.Services)); !slices.Equal(got, config.EndpointServices) {
 		t.Errorf("awsconf knows services %v, config %v: a context could name one the other refuses", got, config.EndpointServices)
 	}
 }
@@ -84,7 +85,7 @@ func TestWithEnvironIsTheOnlyEnvironmentRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	ios, _, _, _ := iostreams.Test()
-	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return given }),
+	f := NewWith(ios, clocktest.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return given }),
 		WithLocalStore(func(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) }))
 	if f.ContextName != "dev" {
 		t.Errorf("ContextName = %q, want dev (the last KOSHACTL_CONTEXT given)", f.ContextName)
@@ -121,7 +122,7 @@ func TestWithEnvironIsTheOnlyEnvironmentRead(t *testing.T) {
 func TestALocalContextWithoutTheEmbeddedStore(t *testing.T) {
 	dir := t.TempDir()
 	ios, _, _, _ := iostreams.Test()
-	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string {
+	f := NewWith(ios, clocktest.NewFake(time.Unix(0, 0)), WithEnviron(func() []string {
 		return []string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state")}
 	}))
 	if _, err := f.Env(t.Context()); !errors.Is(err, ErrLocalStore) {
@@ -170,7 +171,7 @@ func TestRequestTimeoutReachesTheAWSClients(t *testing.T) {
 		ios, _, _, _ := iostreams.Test()
 		// The embedded store as the full program opens it (this program
 		// refuses a local context's store).
-		f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return environ }),
+		f := NewWith(ios, clocktest.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return environ }),
 			WithLocalStore(func(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) }))
 		f.RequestTimeout = tc.flag
 		env, err := f.Env(t.Context())

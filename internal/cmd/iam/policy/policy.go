@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -93,22 +94,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// stsAPI is the one STS call iam policy may make.
-type stsAPI interface {
-	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
-}
-
-var _ stsAPI = (*sts.Client)(nil)
-
 // Run prints the policy. It needs no credentials when --account is
 // given and the context names its region.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	file, err := f.Config()
-	if err != nil {
-		return err
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	name, c, err := f.SelectedContext()
 	if err != nil {
 		return err
 	}
@@ -175,7 +164,7 @@ func needsService(r iam.Role, service string) bool {
 }
 
 // account asks STS which account the caller is in.
-func account(ctx context.Context, api stsAPI) (string, error) {
+func account(ctx context.Context, api identity.STSAPI) (string, error) {
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
 		return "", fmt.Errorf("%w: the account could not be established (sts GetCallerIdentity: %v); give --account ACCOUNT_ID or refresh credentials",

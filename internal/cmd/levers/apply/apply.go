@@ -329,12 +329,14 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
 	var unwritten []levercmd.Unwritten
 	var outs []lever.Outcome
+	chunkOf := map[string]int{}
 	for i, rep := range reps {
 		outs = append(outs, rep.Outcomes...)
 		if rep.Event != nil {
 			ev.Levers = append(ev.Levers, rep.Event.Levers...)
 		}
 		for _, o := range rep.Outcomes {
+			chunkOf[o.Target] = o.Chunk
 			if !o.Written && o.Err != nil {
 				unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: o.Err})
 			}
@@ -350,7 +352,10 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		for _, o := range rep.Written() {
 			item := ItemResult{Dependency: o.Target, Action: "cleared", AuditID: o.Record.ID}
 			if r, ok := o.Result.(breaker.ForceResult); ok {
-				item.Action, item.Window = forced(r), windowOf(ds, plan[i])
+				item.Action, item.Window = "forced", windowOf(ds, plan[i])
+				if r.Replaced {
+					item.Action = "replaced"
+				}
 				item.Override, item.Before = overrideview.ViewPtr(&r.After, now), overrideview.ViewPtr(r.Before, now)
 			} else {
 				item.Before = overrideview.ViewPtr(breaker.ClearResultOf(o).Before, now)
@@ -360,12 +365,6 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	if werr != nil && len(res.Results) == 0 {
 		return conflictHint(levercmd.TooLarge(werr))
-	}
-	chunkOf := map[string]int{}
-	for _, rep := range reps {
-		for _, o := range rep.Outcomes {
-			chunkOf[o.Target] = o.Chunk
-		}
 	}
 	res.NotWritten = levercmd.NotWrittenOf(unwritten, func(name string) int { return chunkOf[name] })
 	// Past one transaction's size a round is several: what landed is
@@ -426,13 +425,6 @@ func windowOf(ds []levers.Difference, c lever.Change) string {
 		}
 	}
 	return ""
-}
-
-func forced(r breaker.ForceResult) string {
-	if r.Replaced {
-		return "replaced"
-	}
-	return "forced"
 }
 
 func windowID(d levers.Difference) string {

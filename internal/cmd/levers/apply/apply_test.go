@@ -3,7 +3,6 @@ package apply_test
 import (
 	"context"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
@@ -224,7 +225,7 @@ func TestWatchOpensTheWindowWithinOneInterval(t *testing.T) {
 
 // waitWaiting waits until the reconciler waits on the clock between
 // rounds (its round is done), woken by the clock, never by a sleep.
-func waitWaiting(t *testing.T, clk *clock.Fake, round int) {
+func waitWaiting(t *testing.T, clk *clocktest.Fake, round int) {
 	t.Helper()
 	ceiling := time.NewTimer(20 * time.Second)
 	defer ceiling.Stop()

@@ -134,32 +134,13 @@ func Windows(f *levers.File, now time.Time) []Window {
 // and which open next, soonest first (windows over are left out): what the
 // dashboard shows beside the overrides.
 func WindowLines(f *levers.File, now time.Time) []string {
-	ws := Windows(f, now)
-	slices.SortStableFunc(ws, func(a, b Window) int {
-		switch {
-		case a.Start == nil || b.Start == nil:
-			return boolCmp(a.Start == nil, b.Start == nil)
-		}
-		return strings.Compare(*a.Start, *b.Start)
-	})
+	ws := slices.DeleteFunc(Windows(f, now), func(w Window) bool { return w.Start == nil })
+	slices.SortStableFunc(ws, func(a, b Window) int { return strings.Compare(*a.Start, *b.Start) })
 	var out []string
 	for _, w := range ws {
-		if w.Start == nil {
-			continue
-		}
 		out = append(out, fmt.Sprintf("%s %s: %s (%s)", w.Dependency, when(w), w.Reason, w.ID))
 	}
 	return out
-}
-
-func boolCmp(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
 }
 
 // PrintTable writes the differences for a terminal, one per line, then

@@ -11,12 +11,12 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Options are the parsed flags and argument.
@@ -110,7 +110,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	actor := by.Actor
 	res, err := env.Policies().Set(ctx, env.Audit(), set, by, opts.Reason)
 	if err != nil {
 		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
@@ -130,12 +129,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		fmt.Fprintf(ios.Out, "The table's policy is already this one (sha256 %s, version %d): nothing changed\n", out.SHA256[:12], out.Version)
 	} else {
 		fmt.Fprintf(ios.Out, "Set the table's policy to %s: version %d, sha256 %s, %s\n", opts.File, out.Version, out.SHA256[:12], human.Count(int64(len(out.Policies)), "policy"))
-		if res.Confirmed {
-			fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
-		}
+		levercmd.Confirmed(ios.Out, res.Confirmed)
 	}
 	if !res.Unchanged {
-		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: actor, Reason: opts.Reason,
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: by.Actor, Reason: opts.Reason,
 			Detail: fmt.Sprintf("the table's change policy is now version %d (sha256 %s)", out.Version, out.SHA256[:12]),
 			Levers: []notify.Lever{{Subject: policy.Key, Change: fmt.Sprintf("set to version %d", out.Version), AuditID: res.Record.ID}}})
 	}

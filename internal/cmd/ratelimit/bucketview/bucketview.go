@@ -58,16 +58,9 @@ func WaitText(d time.Duration) string {
 	case d < time.Second:
 		return human.Duration(d.Truncate(time.Millisecond))
 	case d < 10*time.Second:
-		return human.Duration(ceil(d, 100*time.Millisecond))
+		return human.Duration((d + 100*time.Millisecond - 1).Truncate(100 * time.Millisecond)) // rounded up
 	}
 	return human.Age(d)
-}
-
-func ceil(d, unit time.Duration) time.Duration {
-	if r := d % unit; r != 0 {
-		return d - r + unit
-	}
-	return d
 }
 
 // WaitFromNow renders a wait as "in 500ms", or "now".

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -128,12 +129,10 @@ func (o *Options) check() error {
 	if o.Segments < 0 || o.Segments > MaxSegments {
 		return cmdutil.Usagef("--segments %d: give 1 to %d (or 0 for the default)", o.Segments, MaxSegments)
 	}
-	for _, s := range ratelimit.SortOrders {
-		if string(s) == o.Sort {
-			return nil
-		}
+	if !slices.Contains(ratelimit.SortOrders, ratelimit.SortBy(o.Sort)) {
+		return cmdutil.Usagef("--sort %q: use client, tokens or updated", o.Sort)
 	}
-	return cmdutil.Usagef("--sort %q: use client, tokens or updated", o.Sort)
+	return nil
 }
 
 // scan is one listing's setup: the context, its buckets, the scan.
@@ -240,13 +239,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		printErr = out.Add(s)
 		return printErr == nil
 	})
+	if err == nil {
+		err = printErr
+	}
 	if err != nil {
 		l.prog.done()
 		return err
-	}
-	if printErr != nil {
-		l.prog.done()
-		return printErr
 	}
 	l.ended(f, opts, &doc, stats)
 	footer := ""

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -17,11 +18,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/identity"
-	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -236,12 +238,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if res.Applied {
-		for _, o := range res.Report.Written() {
-			if o.Confirmed {
-				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
-				break
-			}
-		}
+		levercmd.Confirmed(ios.Out, slices.ContainsFunc(res.Report.Written(), func(o lever.Outcome) bool { return o.Confirmed }))
 	}
 	if !baked {
 		return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/clock/clocktest"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/list"
 	"github.com/kosha-platform/koshactl/internal/config"
@@ -33,7 +33,7 @@ func asking(t *testing.T, n int) (*cmdenv.Factory, store.Store, []string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	clk := clock.NewFake(time.Date(2026, 12, 7, 14, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 7, 14, 0, 0, 0, time.UTC))
 	c := config.BuiltinLocal()
 	env := &cmdenv.Env{Name: "local", Context: c, Store: s, Clock: clk,
 		Actor: func(context.Context) (string, error) { return "agent@test", nil }}

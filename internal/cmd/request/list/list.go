@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,14 +59,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// keeper keeps the requests of a page that --mine or --waiting-on-me ask
-// for, judged at now.
-type keeper func(rs []approval.Request, now time.Time) []approval.Request
-
-// mineOnly is the keeper of what --mine or --waiting-on-me ask for, judged
-// for the caller (its identity established once, and the table's policy
-// read once for --waiting-on-me); nil when neither is set.
-func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (keeper, error) {
+// mineOnly says whether a request is one --mine or --waiting-on-me ask
+// for, judged at now for the caller (its identity established once, and
+// the table's policy read once for --waiting-on-me); nil when neither is
+// set.
+func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (func(r approval.Request, now time.Time) bool, error) {
 	if !opts.Mine && !opts.WaitingOnMe {
 		return nil, nil
 	}
@@ -86,14 +84,8 @@ func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (keeper, erro
 		}
 	}
 	svc := env.Approvals()
-	return func(rs []approval.Request, now time.Time) []approval.Request {
-		kept := rs[:0:0]
-		for _, r := range rs {
-			if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
-				kept = append(kept, r)
-			}
-		}
-		return kept
+	return func(r approval.Request, now time.Time) bool {
+		return opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now)
 	}, nil
 }
 
@@ -133,8 +125,7 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 	l = shown(l, opts, now)
 	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
 	if opts.Reviews {
-		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
-		out.Reviews = append(out.Reviews, l.Reviews...)
+		out.Kind, out.Reviews = "ReviewList", slices.Concat([]approval.Review{}, l.Reviews)
 		return out
 	}
 	out.Requests = []requestview.View{}
@@ -147,9 +138,28 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 // pages reads what opts lists, handing each a page at a time, newest
 // first: the open requests or reviews, and with --all the closed ones too,
 // from the lists index (no scan), page by page. After, when set, resumes
-// a listing there.
-func pages(ctx context.Context, env *cmdenv.Env, opts *Options, each func(approval.Listing) error) error {
-	return env.Approvals().ListPages(ctx, approval.ListQuery{Reviews: opts.Reviews, All: opts.All, Before: opts.After}, each)
+// a listing there. Each page is as opts shows it ([shown]) at now, with
+// what --mine or --waiting-on-me keep; with expire, its requests past
+// their expiry are marked expired first ([requestview.Expire]).
+func pages(ctx context.Context, f *cmdenv.Factory, opts *Options, expire bool, each func(l approval.Listing, now time.Time) error) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	mine, err := mineOnly(ctx, env, opts)
+	if err != nil {
+		return err
+	}
+	return env.Approvals().ListPages(ctx, approval.ListQuery{Reviews: opts.Reviews, All: opts.All, Before: opts.After}, func(l approval.Listing) error {
+		if expire {
+			l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
+		}
+		now := f.Clock.Now()
+		if mine != nil {
+			l.Requests = slices.DeleteFunc(l.Requests, func(r approval.Request) bool { return !mine(r, now) })
+		}
+		return each(shown(l, opts, now), now)
+	})
 }
 
 // errEnough ends a [Read] that has its Limit and one more.
@@ -162,22 +172,9 @@ var errEnough = errors.New("enough")
 // where in Next (opts.After resumes there), holding no more than the
 // limit and a page. The MCP server's pending_requests is this.
 func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error) {
-	env, err := f.Env(ctx)
-	if err != nil {
-		return Result{}, err
-	}
-	keep, err := mineOnly(ctx, env, opts)
-	if err != nil {
-		return Result{}, err
-	}
 	var whole approval.Listing
 	next := ""
-	err = pages(ctx, env, opts, func(l approval.Listing) error {
-		now := f.Clock.Now()
-		if keep != nil {
-			l.Requests = keep(l.Requests, now)
-		}
-		l = shown(l, opts, now)
+	err := pages(ctx, f, opts, false, func(l approval.Listing, _ time.Time) error {
 		whole.Unreadable = append(whole.Unreadable, l.Unreadable...)
 		whole.Requests = append(whole.Requests, l.Requests...)
 		whole.Reviews = append(whole.Reviews, l.Reviews...)
@@ -222,22 +219,8 @@ func cut[T any](xs []T, limit int, place func(T) string) ([]T, string) {
 
 // Run lists, printing each page as it is read (a [printer]).
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	env, err := f.Env(ctx)
-	if err != nil {
-		return err
-	}
-	keep, err := mineOnly(ctx, env, opts)
-	if err != nil {
-		return err
-	}
-	ios := f.IOStreams
-	p := &printer{ios: ios, opts: opts}
-	err = pages(ctx, env, opts, func(l approval.Listing) error {
-		l.Requests = requestview.Expire(ctx, env, ios.ErrOut, l.Requests)
-		now := f.Clock.Now()
-		if keep != nil {
-			l.Requests = keep(l.Requests, now)
-		}
+	p := &printer{ios: f.IOStreams, opts: opts}
+	err := pages(ctx, f, opts, true, func(l approval.Listing, now time.Time) error {
 		return p.page(result(l, opts, now), now)
 	})
 	if err != nil {
@@ -273,8 +256,7 @@ func (p *printer) page(out Result, now time.Time) error {
 	if p.opts.Reviews {
 		p.key = "reviews"
 		for _, r := range out.Reviews {
-			p.noteTampered(r.Verification)
-			if err := p.item(r, func(tty bool) []string {
+			if err := p.item(r, r.Verification, func(tty bool) []string {
 				return []string{r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
 					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason}
 			}); err != nil {
@@ -285,8 +267,7 @@ func (p *printer) page(out Result, now time.Time) error {
 	}
 	p.key = "requests"
 	for _, r := range out.Requests {
-		p.noteTampered(r.Verification)
-		if err := p.item(r, func(tty bool) []string {
+		if err := p.item(r, r.Verification, func(tty bool) []string {
 			return []string{r.ID, requestview.Flagged(r.Status, r.Verification), r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed),
 				cmdutil.FormatTime(r.ExpiresAt, now, tty)}
 		}); err != nil {
@@ -294,12 +275,6 @@ func (p *printer) page(out Result, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-func (p *printer) noteTampered(v approval.Verification) {
-	if v.Tampered != "" {
-		p.tampered = append(p.tampered, v)
-	}
 }
 
 // header is the table's header.
@@ -325,9 +300,12 @@ func (p *printer) sortedUnreadable() []store.Problem {
 	return p.unreadable
 }
 
-// item prints one request or review (v as the document holds it, cells its
-// table row).
-func (p *printer) item(v any, cells func(tty bool) []string) error {
+// item prints one request or review (v as the document holds it, ver its
+// verification, cells its table row).
+func (p *printer) item(v any, ver approval.Verification, cells func(tty bool) []string) error {
+	if ver.Tampered != "" {
+		p.tampered = append(p.tampered, ver)
+	}
 	switch {
 	case p.opts.Output == cmdutil.FormatTable:
 		if p.table == nil {

@@ -134,7 +134,7 @@ func approvers(as []string) string {
 func Expire(ctx context.Context, env *cmdenv.Env, errOut io.Writer, rs []approval.Request) []approval.Request {
 	marked, err := env.Approvals().ExpireDue(ctx, env.Audit(), env.CallerIdentity, rs)
 	for _, m := range marked {
-		Announce(ctx, env, false, m.DecidedBy, m)
+		cmdenv.Notify(ctx, env, false, approval.ExpiredEvent(m, m.DecidedBy))
 		for i := range rs {
 			if rs[i].ID == m.ID {
 				rs[i] = m
@@ -146,9 +146,4 @@ func Expire(ctx context.Context, env *cmdenv.Env, errOut io.Writer, rs []approva
 			textsafe.Line(err.Error()))
 	}
 	return rs
-}
-
-// Announce sends the notification of r's expiry, seen by by.
-func Announce(ctx context.Context, env *cmdenv.Env, noNotify bool, by string, r approval.Request) {
-	cmdenv.Notify(ctx, env, noNotify, approval.ExpiredEvent(r, by))
 }

@@ -196,12 +196,6 @@ func cell(b sbx.BreakerStatus) string {
 	}
 }
 
-// letter is a breaker as one character: . closed, h half-open, O open, F
-// forced.
-func letter(v int) byte {
-	return ".hOF"[min(max(v, 0), 3)]
-}
-
 // Print writes the human view of st.
 func Print(w io.Writer, base string, st sbx.Status) {
 	chaos := "off"
@@ -235,9 +229,9 @@ func Print(w io.Writer, base string, st sbx.Status) {
 			var counts [4]int
 			strip := make([]byte, 0, len(st.Instances))
 			for _, in := range st.Instances {
-				v := in.Breakers[i].Value
-				counts[min(max(v, 0), 3)]++
-				strip = append(strip, letter(v))
+				v := min(max(in.Breakers[i].Value, 0), 3)
+				counts[v]++
+				strip = append(strip, ".hOF"[v]) // . closed, h half-open, O open, F forced
 			}
 			tw.Row(dep, strconv.Itoa(counts[0]), strconv.Itoa(counts[1]), strconv.Itoa(counts[2]), strconv.Itoa(counts[3]), string(strip))
 		}

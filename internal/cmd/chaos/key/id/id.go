@@ -1,6 +1,7 @@
 package id
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -82,10 +83,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	tw := cmdutil.NewTable(ios.Out)
 	tw.Header(ios, "STAGE", "KID", "VERSION", "USE")
 	for _, k := range res.Keys {
-		version, use := k.VersionID, "verifies headers it signed"
-		if version == "" {
-			version = "-"
-		}
+		version, use := cmp.Or(k.VersionID, "-"), "verifies headers it signed"
 		if k.Stage == res.Keys[0].Stage {
 			use = "signs new headers, verifies"
 		}

@@ -210,10 +210,7 @@ func state(ctx context.Context, src *keys.Chosen, dryRun bool) (*KeyState, error
 		return nil, nil
 	case err != nil && dryRun:
 		return nil, err
-	case err != nil:
-		return nil, nil
-	}
-	if len(staged) == 0 {
+	case err != nil, len(staged) == 0:
 		return nil, nil
 	}
 	st := &KeyState{CurrentKID: staged[0].Key.KID(), VersionID: staged[0].VersionID}
