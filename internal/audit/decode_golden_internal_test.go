@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 )
 
@@ -22,17 +23,7 @@ func TestMalformedRecordsReportTheirProblemsAsBefore(t *testing.T) {
 		return store.Item{store.PK: "audit#1764000000000#abc", attrTime: ok, "actor": "a", "action": "breaker.force-open",
 			"subject": "breaker#api", "context": "prod", "outcome": "ok"}
 	}
-	with := func(kv ...any) store.Item {
-		it := good()
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i+1] == nil {
-				delete(it, kv[i].(string))
-				continue
-			}
-			it[kv[i].(string)] = kv[i+1]
-		}
-		return it
-	}
+	with := func(kv ...any) store.Item { return storetest.With(good(), kv...) }
 	cases := []struct {
 		name string
 		it   store.Item

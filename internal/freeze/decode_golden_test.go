@@ -7,6 +7,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 )
 
@@ -22,17 +23,7 @@ func TestMalformedFreezesReportTheirProblemsAsBefore(t *testing.T) {
 	good := func() store.Item {
 		return store.Item{store.PK: freeze.Key, "actor": "a", "reason": "r", "set_at": ok, "expires_at": ok + 1000, "version": int64(2)}
 	}
-	with := func(kv ...any) store.Item {
-		it := good()
-		for i := 0; i < len(kv); i += 2 {
-			if kv[i+1] == nil {
-				delete(it, kv[i].(string))
-				continue
-			}
-			it[kv[i].(string)] = kv[i+1]
-		}
-		return it
-	}
+	with := func(kv ...any) store.Item { return storetest.With(good(), kv...) }
 	cases := []struct {
 		name string
 		it   store.Item

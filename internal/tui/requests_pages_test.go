@@ -147,11 +147,7 @@ func TestRequestsPaneMarksTamperedRequests(t *testing.T) {
 // approves or denies a request the operator cannot see; moving back up
 // scrolls back.
 func TestRequestsPaneKeepsTheCursorOnScreen(t *testing.T) {
-	h := newHarness(t, Options{})
-	var list []approval.Request
-	for i := range 40 {
-		list = append(list, pendingRequest(fmt.Sprintf("req%09d", i)))
-	}
+	h, list := newHarness(t, Options{}), manyRequests(40)
 	h.m.deps.Requests = &fakeRequests{list: list}
 	h.press("p")
 	h.wantScreen("› req000000000")
@@ -169,11 +165,7 @@ func TestRequestsPaneKeepsTheCursorOnScreen(t *testing.T) {
 
 // A screen made smaller keeps the cursor's request in sight too.
 func TestRequestsPaneKeepsTheCursorOnAShrunkScreen(t *testing.T) {
-	h := newHarness(t, Options{})
-	var list []approval.Request
-	for i := range 40 {
-		list = append(list, pendingRequest(fmt.Sprintf("req%09d", i)))
-	}
+	h, list := newHarness(t, Options{}), manyRequests(40)
 	h.m.deps.Requests = &fakeRequests{list: list}
 	h.press("p")
 	for range 15 {
@@ -182,4 +174,13 @@ func TestRequestsPaneKeepsTheCursorOnAShrunkScreen(t *testing.T) {
 	h.wantScreen("› req000000015")
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 12})
 	h.wantScreen("› req000000015")
+}
+
+// manyRequests are n pending requests, req000000000 first.
+func manyRequests(n int) []approval.Request {
+	var list []approval.Request
+	for i := range n {
+		list = append(list, pendingRequest(fmt.Sprintf("req%09d", i)))
+	}
+	return list
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -206,4 +207,20 @@ func AttributeValues(tb testing.TB, it store.Item) map[string]types.AttributeVal
 		av[k] = attributeValue(tb, doc)
 	}
 	return av
+}
+
+// With is a copy of it with each attribute of kv (name, value, name,
+// value, ...) set, or removed where its value is nil: the one way the
+// malformed-item tables write "this item, but with that attribute wrong".
+func With(it store.Item, kv ...any) store.Item {
+	out := maps.Clone(it)
+	for i := 0; i < len(kv); i += 2 {
+		name := kv[i].(string)
+		if kv[i+1] == nil {
+			delete(out, name)
+			continue
+		}
+		out[name] = kv[i+1]
+	}
+	return out
 }
