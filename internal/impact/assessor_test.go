@@ -100,13 +100,7 @@ var threeWindows = []lever.Forces{
 // tools' and dependencies' rates from that read.
 func TestAssessorReadsPrometheusOnceForARound(t *testing.T) {
 	t.Parallel()
-	fc := &fleetCounters{perScrape: 10}
-	url := fc.serve(t)
-	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fc, clk, src := prometheusFleet(t)
 	opened := 0
 	a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { opened++; return src, nil }}
 
@@ -157,13 +151,7 @@ func TestAssessorReadsPrometheusOnceForARound(t *testing.T) {
 // reads) wait for one read: two scrapes, not two each.
 func TestAssessorSharesAReadUnderWay(t *testing.T) {
 	t.Parallel()
-	fc := &fleetCounters{perScrape: 10}
-	url := fc.serve(t)
-	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fc, clk, src := prometheusFleet(t)
 	a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	reps := make([]*impact.Report, len(threeWindows))
 	drive(t, clk, metrics.DefaultRateInterval, func() {
@@ -309,13 +297,7 @@ func TestAssessorWaitsAtMostHalfTheCallersTime(t *testing.T) {
 // never older than the CLI's would be.
 func TestAssessorWarmedReadAnswersTheFirstChanges(t *testing.T) {
 	t.Parallel()
-	fc := &fleetCounters{perScrape: 10}
-	url := fc.serve(t)
-	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fc, clk, src := prometheusFleet(t)
 	a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
 	a.Warm(t.Context())
 	wait.Until(t, "the warm read's first scrape", func() bool { return fc.scrapes.Load() == 1 })
@@ -390,4 +372,18 @@ func TestAssessorSourceSharesTheChangesRead(t *testing.T) {
 	if s, err := none.Source(t.Context()); s != nil || err != nil {
 		t.Errorf("an assessor without a source: %v, %v", s, err)
 	}
+}
+
+// prometheusFleet is a fleet's counters served for scraping (10 calls a
+// scrape) and the Prometheus rate source reading them on a fake clock.
+func prometheusFleet(t *testing.T) (*fleetCounters, *clocktest.Fake, impact.RateSource) {
+	t.Helper()
+	fc := &fleetCounters{perScrape: 10}
+	url := fc.serve(t)
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc, clk, src
 }

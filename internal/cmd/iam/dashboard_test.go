@@ -25,25 +25,11 @@ func TestDashboardRefreshesUnderTheReadersPolicy(t *testing.T) {
 	w.cw.Put("openai", "gw-1", w.Clock.Now().Add(-30*time.Second), 0) // closed: "forced" is the override's
 	w.asRole(t, iam.Reader)
 	w.rec.take()
-	term, ios, errOut := vtterm.New(t)
-	f := w.Factory(ios)
-	f.Debug = true
-	done := make(chan error, 1)
-	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
-	term.WaitFor(t, "openai", "forced", "core-api")
-	term.Press("q")
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("dashboard ended with %v\n%s", err, errOut.String())
-		}
-	case <-time.After(wait.Ceiling):
-		t.Fatal("q did not end the dashboard")
-	}
+	errOut := runDashboard(t, w, func(term *vtterm.Terminal) { term.WaitFor(t, "openai", "forced", "core-api") })
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("the reader's dashboard was denied %v", d)
 	}
-	if d := sameNeeds(append(w.rec.take(), debugNeeds(errOut.String())...), iam.Commands()["dashboard"]); d != "" {
+	if d := sameNeeds(append(w.rec.take(), debugNeeds(errOut)...), iam.Commands()["dashboard"]); d != "" {
 		t.Errorf("koshactl dashboard: %s", d)
 	}
 }
@@ -59,14 +45,33 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 	w.MustRun(exitcode.Pending, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
 	w.asRole(t, iam.Reader)
 	w.rec.take()
+	errOut := runDashboard(t, w, func(term *vtterm.Terminal) {
+		term.WaitFor(t, "openai", "core-api")
+		term.Press("p")
+		term.WaitFor(t, "Pending change requests", "force open openai")
+	})
+	if d := w.enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("the reader's requests pane was denied %v", d)
+	}
+	declared := append(slices.Clone(iam.Commands()["dashboard"]), iam.Commands()["request list"]...)
+	for _, n := range append(w.rec.take(), debugNeeds(errOut)...) {
+		if n.Action == iam.Scan || !slices.Contains(declared, n) {
+			t.Errorf("the dashboard with its requests pane called %s: a scan, or not what dashboard and request list declare", n)
+		}
+	}
+}
+
+// runDashboard runs the dashboard on w's factory, with --debug so that its
+// calls are logged, lets drive work the screen, quits it with q, and
+// returns what it wrote to stderr.
+func runDashboard(t *testing.T, w *awsWorld, drive func(term *vtterm.Terminal)) string {
+	t.Helper()
 	term, ios, errOut := vtterm.New(t)
 	f := w.Factory(ios)
 	f.Debug = true
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
-	term.WaitFor(t, "openai", "core-api")
-	term.Press("p")
-	term.WaitFor(t, "Pending change requests", "force open openai")
+	drive(term)
 	term.Press("q")
 	select {
 	case err := <-done:
@@ -76,13 +81,5 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 	case <-time.After(wait.Ceiling):
 		t.Fatal("q did not end the dashboard")
 	}
-	if d := w.enf.TakeDenials(); len(d) > 0 {
-		t.Errorf("the reader's requests pane was denied %v", d)
-	}
-	declared := append(slices.Clone(iam.Commands()["dashboard"]), iam.Commands()["request list"]...)
-	for _, n := range append(w.rec.take(), debugNeeds(errOut.String())...) {
-		if n.Action == iam.Scan || !slices.Contains(declared, n) {
-			t.Errorf("the dashboard with its requests pane called %s: a scan, or not what dashboard and request list declare", n)
-		}
-	}
+	return errOut.String()
 }

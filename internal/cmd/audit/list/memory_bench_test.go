@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,21 +53,13 @@ func loadLocalLog(tb testing.TB, stateDir string, n int) {
 	}
 }
 
-// memoryLog is the local store of the memory benchmark, loaded once per
-// test binary (make bench runs each benchmark six times) and removed by
-// TestMain.
-var memoryLog struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// memoryLog is the local store of the memory benchmark.
+var memoryLog procbench.State
 
 // TestMain removes the memory benchmark's store.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if memoryLog.dir != "" {
-		_ = os.RemoveAll(memoryLog.dir)
-	}
+	memoryLog.Remove()
 	os.Exit(code)
 }
 
@@ -80,15 +71,6 @@ func TestMain(m *testing.M) {
 // is what is built and run here.
 func BenchmarkAuditListMemory(b *testing.B) {
 	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl-full")
-	memoryLog.once.Do(func() {
-		if memoryLog.dir, memoryLog.err = os.MkdirTemp("", "koshactl-memory-"); memoryLog.err == nil {
-			loadLocalLog(b, memoryLog.dir, listMemoryRecords)
-		}
-	})
-	if memoryLog.err != nil {
-		b.Fatal(memoryLog.err)
-	}
-	dir := memoryLog.dir
-	env := append(os.Environ(), "KOSHACTL_STATE_DIR="+dir, "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"))
+	env := memoryLog.Env(b, func(tb testing.TB, dir string) { loadLocalLog(tb, dir, listMemoryRecords) })
 	procbench.PeakRSSByFormat(b, bin, env, listMemoryCeiling, fmt.Sprintf("audit list of %d records", listMemoryRecords), "audit", "list", "--limit", fmt.Sprint(listMemoryRecords))
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -69,21 +68,13 @@ func loadLocalRequests(tb testing.TB, stateDir string, n int) {
 	}
 }
 
-// memoryRequests is the local store of the memory benchmark, loaded once
-// per test binary (make bench runs each benchmark six times) and removed
-// by TestMain.
-var memoryRequests struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// memoryRequests is the local store of the memory benchmark.
+var memoryRequests procbench.State
 
 // TestMain removes the memory benchmark's store.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if memoryRequests.dir != "" {
-		_ = os.RemoveAll(memoryRequests.dir)
-	}
+	memoryRequests.Remove()
 	os.Exit(code)
 }
 
@@ -95,17 +86,11 @@ func TestMain(m *testing.M) {
 // front hands them over), which is what is built and run here.
 func BenchmarkRequestListMemory(b *testing.B) {
 	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl-full")
-	memoryRequests.once.Do(func() {
-		if memoryRequests.dir, memoryRequests.err = os.MkdirTemp("", "koshactl-requests-"); memoryRequests.err == nil {
-			start := time.Now()
-			loadLocalRequests(b, memoryRequests.dir, listMemoryRequests)
-			b.Logf("loaded %d requests in %s", listMemoryRequests, time.Since(start).Round(time.Second))
-		}
+	env := memoryRequests.Env(b, func(tb testing.TB, dir string) {
+		start := time.Now()
+		loadLocalRequests(tb, dir, listMemoryRequests)
+		b.Logf("loaded %d requests in %s", listMemoryRequests, time.Since(start).Round(time.Second))
 	})
-	if memoryRequests.err != nil {
-		b.Fatal(memoryRequests.err)
-	}
-	dir := memoryRequests.dir
-	env := append(os.Environ(), "KOSHACTL_STATE_DIR="+dir, "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"), "KOSHACTL_ACTOR=reader@test")
+	env = append(env, "KOSHACTL_ACTOR=reader@test")
 	procbench.PeakRSSByFormat(b, bin, env, listMemoryCeiling, fmt.Sprintf("request list --all of %d requests", listMemoryRequests), "request", "list", "--all")
 }
