@@ -2,6 +2,7 @@ package iam_test
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -25,7 +26,13 @@ func TestDashboardRefreshesUnderTheReadersPolicy(t *testing.T) {
 	w.cw.Put("openai", "gw-1", w.Clock.Now().Add(-30*time.Second), 0) // closed: "forced" is the override's
 	w.asRole(t, iam.Reader)
 	w.rec.take()
-	errOut := runDashboard(t, w, func(term *vtterm.Terminal) { term.WaitFor(t, "openai", "forced", "core-api") })
+	errOut := runDashboard(t, w, func(term *vtterm.Terminal) {
+		term.WaitFor(t, "openai", "forced", "core-api")
+		// The rows show once the store has answered; the gauges are read
+		// beside it and may answer later. Quit only once they have (or
+		// failed): a q before leaves their call unmade or unlogged.
+		term.WaitForMatch(t, gaugesAnswered)
+	})
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("the reader's dashboard was denied %v", d)
 	}
@@ -60,6 +67,10 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 		}
 	}
 }
+
+// gaugesAnswered is the dashboard's header once its gauge read has ended,
+// answered or failed: its freshness is no longer "loading…".
+var gaugesAnswered = regexp.MustCompile(`gauges [^·]*(ago|FAILED|STALE)`)
 
 // runDashboard runs the dashboard on w's factory, with --debug so that its
 // calls are logged, lets drive work the screen, quits it with q, and
