@@ -26,13 +26,7 @@ func TestDashboardRefreshesUnderTheReadersPolicy(t *testing.T) {
 	w.cw.Put("openai", "gw-1", w.Clock.Now().Add(-30*time.Second), 0) // closed: "forced" is the override's
 	w.asRole(t, iam.Reader)
 	w.rec.take()
-	errOut := runDashboard(t, w, func(term *vtterm.Terminal) {
-		term.WaitFor(t, "openai", "forced", "core-api")
-		// The rows show once the store has answered; the gauges are read
-		// beside it and may answer later. Quit only once they have (or
-		// failed): a q before leaves their call unmade or unlogged.
-		term.WaitForMatch(t, gaugesAnswered)
-	})
+	errOut := runDashboard(t, w, func(term *vtterm.Terminal) { term.WaitFor(t, "openai", "forced", "core-api") })
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("the reader's dashboard was denied %v", d)
 	}
@@ -73,8 +67,8 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 var gaugesAnswered = regexp.MustCompile(`gauges [^·]*(ago|FAILED|STALE)`)
 
 // runDashboard runs the dashboard on w's factory, with --debug so that its
-// calls are logged, lets drive work the screen, quits it with q, and
-// returns what it wrote to stderr.
+// calls are logged, lets drive work the screen, quits it with q once the
+// gauges have answered, and returns what it wrote to stderr.
 func runDashboard(t *testing.T, w *awsWorld, drive func(term *vtterm.Terminal)) string {
 	t.Helper()
 	term, ios, errOut := vtterm.New(t)
@@ -83,6 +77,11 @@ func runDashboard(t *testing.T, w *awsWorld, drive func(term *vtterm.Terminal)) 
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	drive(term)
+	// The rows show once the store has answered; the gauges are read beside
+	// it and may answer later. Quit only once they have (or failed): a q
+	// before leaves their call unmade or its --debug line unwritten, or
+	// written to stderr while the test reads it.
+	term.WaitForMatch(t, gaugesAnswered)
 	term.Press("q")
 	select {
 	case err := <-done:
