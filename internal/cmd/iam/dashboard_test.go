@@ -62,9 +62,10 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 	}
 }
 
-// gaugesAnswered is the dashboard's header once its gauge read has ended,
-// answered or failed: its freshness is no longer "loading…".
-var gaugesAnswered = regexp.MustCompile(`gauges [^·]*(ago|FAILED|STALE)`)
+// gaugesAnswered is the dashboard's header line ("store … · gauges <source>
+// <freshness> · every 1m") once its gauge read has ended, answered or
+// failed: the freshness is no longer "loading…".
+var gaugesAnswered = regexp.MustCompile(`gauges [^·\n]*(ago|FAILED|STALE) · every `)
 
 // runDashboard runs the dashboard on w's factory, with --debug so that its
 // calls are logged, lets drive work the screen, quits it with q once the
