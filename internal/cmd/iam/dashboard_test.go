@@ -2,6 +2,7 @@ package iam_test
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -61,9 +62,14 @@ func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
 	}
 }
 
+// gaugesAnswered is the dashboard's header line ("store … · gauges <source>
+// <freshness> · every 1m") once its gauge read has ended, answered or
+// failed: the freshness is no longer "loading…".
+var gaugesAnswered = regexp.MustCompile(`gauges [^·\n]*(ago|FAILED|STALE) · every `)
+
 // runDashboard runs the dashboard on w's factory, with --debug so that its
-// calls are logged, lets drive work the screen, quits it with q, and
-// returns what it wrote to stderr.
+// calls are logged, lets drive work the screen, quits it with q once the
+// gauges have answered, and returns what it wrote to stderr.
 func runDashboard(t *testing.T, w *awsWorld, drive func(term *vtterm.Terminal)) string {
 	t.Helper()
 	term, ios, errOut := vtterm.New(t)
@@ -72,6 +78,11 @@ func runDashboard(t *testing.T, w *awsWorld, drive func(term *vtterm.Terminal)) 
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	drive(term)
+	// The rows show once the store has answered; the gauges are read beside
+	// it and may answer later. Quit only once they have (or failed): a q
+	// before leaves their call unmade or its --debug line unwritten, or
+	// written to stderr while the test reads it.
+	term.WaitForMatch(t, gaugesAnswered)
 	term.Press("q")
 	select {
 	case err := <-done:

@@ -24,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // fleet serves kosha_breaker_state for the diff's fleet side.
@@ -224,10 +225,13 @@ func TestWatchOpensTheWindowWithinOneInterval(t *testing.T) {
 }
 
 // waitWaiting waits until the reconciler waits on the clock between
-// rounds (its round is done), woken by the clock, never by a sleep.
+// rounds (its round is done), woken by the clock, never by a sleep. A
+// round that forces reads the context's call rates first (two scrapes 5s
+// apart on the wall clock), so a round is never quick: the bound is the
+// suite's ceiling, not a guess at how long a round takes.
 func waitWaiting(t *testing.T, clk *clocktest.Fake, round int) {
 	t.Helper()
-	ceiling := time.NewTimer(20 * time.Second)
+	ceiling := time.NewTimer(wait.Ceiling)
 	defer ceiling.Stop()
 	for {
 		changed := clk.WaitersChanged() // before the check: a wait that starts after it wakes us
