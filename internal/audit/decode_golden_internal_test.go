@@ -65,9 +65,7 @@ func TestMalformedRecordsReportTheirProblemsAsBefore(t *testing.T) {
 		r, listed, problems := fromItem(c.it)
 		fmt.Fprintf(&b, "== %s\nlisted=%t id=%q time=%s actor=%q dp=%t asked=%t before=%s approval=%v impact=%v\n", c.name, listed, r.ID,
 			r.Time.Format("2006-01-02T15:04:05.000Z07:00"), r.Actor, r.DataPlane, r.Asked, r.Before, r.Approval != nil, r.Impact != nil)
-		for _, p := range problems {
-			fmt.Fprintf(&b, "  %s | %s | %s\n", p.PK, p.Attribute, p.Problem)
-		}
+		storetest.WriteProblems(&b, problems)
 	}
 	golden.Check(t, "record_problems.golden", b.String())
 }

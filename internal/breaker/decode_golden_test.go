@@ -68,9 +68,7 @@ func TestMalformedOverridesReportTheirProblemsAsBefore(t *testing.T) {
 		o, err := breaker.OverrideFromItem(c.it)
 		fmt.Fprintf(&b, "== %s\nerr=%v malformed=%t version=%d created=%s expires=%s approval=%v\n", c.name, err, o.Malformed(), o.Version,
 			o.CreatedAt.Format("2006-01-02T15:04:05.000Z07:00"), o.ExpiresAt.Format("2006-01-02T15:04:05.000Z07:00"), o.Approval != nil)
-		for _, p := range o.Problems {
-			fmt.Fprintf(&b, "  %s | %s | %s\n", p.PK, p.Attribute, p.Problem)
-		}
+		storetest.WriteProblems(&b, o.Problems)
 		for _, a := range []string{"pk", "state", "reason", "actor", "created_at", "expires_at", "version", "ttl"} {
 			if o.HasProblem(a) {
 				fmt.Fprintf(&b, "  has %s\n", a)

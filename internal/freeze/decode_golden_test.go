@@ -68,9 +68,7 @@ func TestMalformedFreezesReportTheirProblemsAsBefore(t *testing.T) {
 		fmt.Fprintf(&b, "== %s\nerr=%v malformed=%t version=%d next=%d cond=%#v set=%s expires=%s lifted=%s by=%q ref=%q approval=%v\n", c.name, err,
 			f.Malformed(), f.Version, f.NextVersion(), f.Condition(), f.SetAt.Format("2006-01-02T15:04:05.000Z07:00"),
 			f.ExpiresAt.Format("2006-01-02T15:04:05.000Z07:00"), f.LiftedAt.Format("2006-01-02T15:04:05.000Z07:00"), f.LiftedBy, f.Ref, f.Approval != nil)
-		for _, p := range f.Problems {
-			fmt.Fprintf(&b, "  %s | %s | %s\n", p.PK, p.Attribute, p.Problem)
-		}
+		storetest.WriteProblems(&b, f.Problems)
 	}
 	in, err := freeze.In(map[string]store.Item{})
 	fmt.Fprintf(&b, "== In of none\n%v %v\n", in, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -223,4 +224,13 @@ func With(it store.Item, kv ...any) store.Item {
 		out[name] = kv[i+1]
 	}
 	return out
+}
+
+// WriteProblems writes each of problems on a line of its own, indented:
+// "  <pk> | <attribute> | <problem>", the one form the malformed-item
+// tables' golden files list a decoder's problems in.
+func WriteProblems(b *strings.Builder, problems []store.Problem) {
+	for _, p := range problems {
+		fmt.Fprintf(b, "  %s | %s | %s\n", p.PK, p.Attribute, p.Problem)
+	}
 }
